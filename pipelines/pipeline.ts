@@ -1,0 +1,23 @@
+/**
+ * A job type, declared: which column holds the lookup key, how a raw cell becomes a key (or a
+ * row-level error), which lookup answers it, and how an answer becomes output cells. The engine
+ * does everything else (parsing, dedupe, billing, checkpoints, output) the same for every type.
+ */
+export interface Pipeline<R = unknown> {
+  /** Job type as the API and CLI name it, e.g. `gender`. */
+  readonly type: string;
+  /** Billing and result-cache kind; one charge per account, kind and key within the window. */
+  readonly lookupKind: string;
+  /** Header (compared without case) that holds the key when the caller names no column. */
+  readonly keyHeader: string;
+  /** Trims and validates one raw cell. The key is what billing and dedupe compare. */
+  normalise(raw: string): NormaliseResult;
+  /** Columns this pipeline adds, before the engine's own status, credits, cached, error. */
+  readonly resultColumns: readonly string[];
+  /** Cells for `resultColumns`, in order. */
+  resultCells(result: R): string[];
+  /** Whether the row belongs in the `found` export. */
+  isFound(result: R): boolean;
+}
+
+export type NormaliseResult = { ok: true; key: string } | { ok: false; code: string; message: string };

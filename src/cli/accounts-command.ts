@@ -1,0 +1,66 @@
+import type { Account } from '../billing/billing-store.js';
+import type { Engine } from '../main/open-engine.js';
+import { AppError, ERROR_CODES } from '../shared/errors.js';
+import { parseCommand, positiveInt, printJson, type CliIo } from './cli-io.js';
+
+export const ACCOUNTS_USAGE = [
+  'sluice accounts create [--id ID] [--email E] [--credits N] [--json]',
+  'sluice accounts topup ID N [--json]',
+  'sluice accounts show ID [--json]',
+  'sluice accounts list [--json]',
+];
+
+export async function accountsCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
+  const [sub, ...rest] = args;
+  const { billing, clock } = engine.deps;
+  switch (sub) {
+    case 'create': {
+      const { values } = parseCommand(rest, { id: { type: 'string' }, email: { type: 'string' }, credits: { type: 'string' } }, 0);
+      const account = billing.createAccount({
+        id: values.id as string | undefined,
+        email: (values.email as string | undefined) ?? null,
+        credits: positiveInt(values.credits as string | undefined, '--credits', 0),
+        now: clock.now(),
+      });
+      print(io, account, values.json === true, engine);
+      return 0;
+    }
+    case 'topup': {
+      const { values, positionals } = parseCommand(rest, {}, 2);
+      const account = billing.addCredits(positionals[0]!, positiveInt(positionals[1], 'credits'), 'topup', clock.now());
+      print(io, account, values.json === true, engine);
+      return 0;
+    }
+    case 'show': {
+      const { values, positionals } = parseCommand(rest, {}, 1);
+      print(io, billing.requireAccount(positionals[0]!), values.json === true, engine);
+      return 0;
+    }
+    case 'list': {
+      const { values } = parseCommand(rest, {}, 0);
+      const accounts = billing.accounts().map((a) => view(a, engine));
+      if (values.json) printJson(io, { accounts });
+      else for (const a of accounts) io.stdout.write(`${a.id}  ${a.credits} credits  ${a.email ?? ''}\n`);
+      return 0;
+    }
+    default:
+      throw new AppError(ERROR_CODES.badArgument, `usage:\n  ${ACCOUNTS_USAGE.join('\n  ')}`);
+  }
+}
+
+function view(account: Account, engine: Engine) {
+  return {
+    id: account.id,
+    email: account.email,
+    credits: account.credits,
+    available: engine.deps.billing.available(account.id),
+    status: account.status,
+    created_at: new Date(account.createdAt).toISOString(),
+  };
+}
+
+function print(io: CliIo, account: Account, json: boolean, engine: Engine): void {
+  const v = view(account, engine);
+  if (json) printJson(io, v);
+  else io.stdout.write(`account    ${v.id}\ncredits    ${v.credits} (${v.available} not reserved)\n`);
+}

@@ -1,0 +1,58 @@
+import type { JobSummary } from '../jobs/job-summary.js';
+
+export interface ProgressReporter {
+  update(summary: JobSummary): void;
+  /** Prints the final state, whatever the throttle says, and ends the line. */
+  done(summary: JobSummary): void;
+}
+
+/**
+ * On a terminal: one redrawn line with a bar, rows per second and time left. Elsewhere (CI, pipes,
+ * log files): a plain line every few seconds, so logs stay readable.
+ */
+export function progressReporter(out: NodeJS.WriteStream, now: () => number = Date.now): ProgressReporter {
+  const started = now();
+  let lastPlain = 0;
+  let drawn = false;
+  return {
+    update(summary) {
+      const line = describe(summary, (now() - started) / 1000);
+      if (out.isTTY) {
+        out.write(`\r${line.padEnd(out.columns ? Math.min(out.columns - 1, 120) : 100)}`);
+        drawn = true;
+      } else if (now() - lastPlain >= 2000) {
+        out.write(`${line}\n`);
+        lastPlain = now();
+      }
+    },
+    done(summary) {
+      lastPlain = 0;
+      this.update(summary);
+      if (drawn) out.write('\n');
+    },
+  };
+}
+
+export function describe(summary: JobSummary, seconds: number): string {
+  const { processed, total } = summary.rows;
+  if (total === null) return `${summary.status}: reading and checking the file...`;
+  const width = 24;
+  const filled = Math.round((Math.min(summary.percent, 100) / 100) * width);
+  const rate = seconds > 0 ? processed / seconds : 0;
+  const left = rate > 0 ? Math.max(0, (total - processed) / rate) : undefined;
+  return [
+    `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`,
+    `${summary.percent.toFixed(1)}%`,
+    `${processed.toLocaleString('en-US')}/${total.toLocaleString('en-US')} rows`,
+    `${Math.round(rate).toLocaleString('en-US')} rows/s`,
+    left === undefined ? '' : `${formatSeconds(left)} left`,
+  ]
+    .filter(Boolean)
+    .join('  ');
+}
+
+function formatSeconds(s: number): string {
+  if (s < 60) return `${Math.ceil(s)}s`;
+  const m = Math.floor(s / 60);
+  return m < 60 ? `${m}m${String(Math.ceil(s % 60)).padStart(2, '0')}s` : `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}

@@ -1,0 +1,105 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { EXPORT_FILTERS, JOB_STATUSES, TERMINAL_STATUSES } from '../jobs/job-states.js';
+import { jobSummary, type JobSummary } from '../jobs/job-summary.js';
+import { Worker } from '../jobs/worker.js';
+import type { Engine } from '../main/open-engine.js';
+import { AppError, ERROR_CODES } from '../shared/errors.js';
+import { parseCommand, printJson, type CliIo } from './cli-io.js';
+import { formatJob } from './format-job.js';
+import { ensureLocalAccount } from './local-account.js';
+import { progressReporter } from './progress.js';
+
+export const RUN_USAGE = 'sluice run FILE [--type gender] [--account ID] [--column NAME] [--out DIR] [--json]';
+
+export interface RunResult {
+  summary: JobSummary;
+  files: Record<string, string>;
+  exitCode: number;
+}
+
+/**
+ * One job through the very engine the server uses: the file goes into the object store, an
+ * in-process worker takes the job (beside any other workers on the same data dir), and the results
+ * come back into --out. Exit code 0 completed, 3 paused, 1 failed or cancelled.
+ */
+export async function runCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommand(
+    args,
+    { type: { type: 'string', default: 'gender' }, account: { type: 'string' }, column: { type: 'string' }, out: { type: 'string' } },
+    1,
+  );
+  const result = await runJob(engine, {
+    file: positionals[0]!,
+    type: values.type as string,
+    accountId: values.account as string | undefined,
+    column: values.column as string | undefined,
+    outDir: values.out as string | undefined,
+    progress: values.json ? undefined : io.stderr,
+  });
+  if (values.json) printJson(io, { ...result.summary, files: result.files });
+  else {
+    io.stdout.write(formatJob(result.summary));
+    for (const [filter, file] of Object.entries(result.files)) io.stdout.write(`${filter.padEnd(10)} ${file}\n`);
+  }
+  return result.exitCode;
+}
+
+export async function runJob(
+  engine: Engine,
+  input: { file: string; type: string; accountId?: string; column?: string; outDir?: string; progress?: NodeJS.WriteStream },
+): Promise<RunResult> {
+  const { deps, jobService, config } = engine;
+  const stat = fs.statSync(input.file, { throwIfNoEntry: false });
+  if (!stat?.isFile()) throw new AppError(ERROR_CODES.badArgument, `no such file: ${input.file}`);
+  const accountId = input.accountId ?? ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now());
+
+  const job = await jobService.submit({
+    accountId,
+    type: input.type,
+    body: fs.createReadStream(input.file),
+    inputName: path.basename(input.file),
+    options: input.column === undefined ? {} : { column: input.column },
+  });
+
+  const settled = () => {
+    const status = deps.jobs.status(job.id);
+    return status === undefined || status === JOB_STATUSES.paused || TERMINAL_STATUSES.has(status);
+  };
+  const worker = new Worker(deps);
+  const reporter = input.progress && progressReporter(input.progress);
+  const ticker = setInterval(() => reporter?.update(jobSummary(deps.jobs.require(job.id))), 200);
+  const onSignal = () => worker.stop();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await worker.run({ concurrency: config.jobs.workerConcurrency, until: settled });
+  } finally {
+    clearInterval(ticker);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  const finished = deps.jobs.require(job.id);
+  reporter?.done(jobSummary(finished));
+
+  const files: Record<string, string> = {};
+  if (finished.status === JOB_STATUSES.completed) {
+    const outDir = path.resolve(input.outDir ?? path.join('sluice-results', job.id));
+    fs.mkdirSync(outDir, { recursive: true });
+    for (const filter of EXPORT_FILTERS) {
+      const file = path.join(outDir, `${filter}.csv`);
+      await pipeline(await jobService.openResult(job.id, filter), fs.createWriteStream(file));
+      files[filter] = file;
+    }
+  }
+  return { summary: jobSummary(finished), files, exitCode: exitCodeFor(finished.status) };
+}
+
+/** 0 completed, 3 paused (resumable), 130 interrupted (the job goes on in any worker), 1 otherwise. */
+function exitCodeFor(status: string): number {
+  if (status === JOB_STATUSES.completed) return 0;
+  if (status === JOB_STATUSES.paused) return 3;
+  if (status === JOB_STATUSES.running || status === JOB_STATUSES.queued) return 130;
+  return 1;
+}

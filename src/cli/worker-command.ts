@@ -1,0 +1,20 @@
+import { Worker } from '../jobs/worker.js';
+import type { Engine } from '../main/open-engine.js';
+import { parseCommand, positiveInt, type CliIo } from './cli-io.js';
+
+export const WORKER_USAGE = 'sluice worker [--concurrency N]';
+
+/** Runs workers until SIGTERM or SIGINT, then finishes the batches in flight and releases leases. */
+export async function workerCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
+  const { values } = parseCommand(args, { concurrency: { type: 'string' } }, 0);
+  const concurrency = positiveInt(values.concurrency as string | undefined, '--concurrency', engine.config.jobs.workerConcurrency);
+  const worker = new Worker(engine.deps);
+  const stop = () => worker.stop();
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  engine.deps.log.info({ worker: worker.id, concurrency }, 'worker started');
+  io.stderr.write(`worker ${worker.id} running with ${concurrency} slot(s); Ctrl-C to stop\n`);
+  await worker.run({ concurrency });
+  engine.deps.log.info({ worker: worker.id }, 'worker stopped');
+  return 0;
+}

@@ -1,0 +1,204 @@
+import path from 'node:path';
+import { AppError, ERROR_CODES } from '../shared/errors.js';
+
+/**
+ * Every SLUICE_* setting, validated once at start-up. A bad value stops the process with a message
+ * that names the variable, instead of surfacing hours later as a strange job failure.
+ */
+export interface Config {
+  readonly dataDir: string;
+  readonly logLevel: string;
+  readonly port: number;
+  readonly s3: S3Config;
+  readonly sqlite: { readonly synchronous: 'NORMAL' | 'FULL'; readonly busyTimeoutMs: number };
+  readonly jobs: JobLimits;
+  readonly billing: { readonly repeatFreeDays: number; readonly defaultAccountCredits: number };
+  readonly presignExpiresSeconds: number;
+}
+
+export interface S3Config {
+  /** Undefined means: run the embedded server on loopback. */
+  readonly endpoint: string | undefined;
+  readonly embeddedPort: number;
+  readonly region: string;
+  readonly bucket: string;
+  readonly accessKeyId: string | undefined;
+  readonly secretAccessKey: string | undefined;
+  readonly forcePathStyle: boolean;
+}
+
+export interface JobLimits {
+  readonly maxRows: number;
+  readonly maxLineBytes: number;
+  readonly chunkRows: number;
+  readonly batchRows: number;
+  readonly accountConcurrency: number;
+  readonly providerConcurrency: number;
+  readonly workerConcurrency: number;
+  readonly leaseSeconds: number;
+  readonly pollMs: number;
+}
+
+interface Setting<T> {
+  readonly name: string;
+  readonly fallback: T;
+  readonly describe: string;
+  readonly parse: (raw: string, name: string) => T;
+}
+
+/** The table the README documents; keep it the single list of settings. */
+export const SETTINGS = {
+  dataDir: text('SLUICE_DATA_DIR', './.sluice', 'Directory for the SQLite file and the embedded S3 data.'),
+  logLevel: oneOf('SLUICE_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'warn', 'pino log level (logs go to stderr).'),
+  port: int('SLUICE_PORT', 8080, 0, 65535, 'HTTP port of `sluice serve`.'),
+  s3Endpoint: optionalUrl('SLUICE_S3_ENDPOINT', 'S3-compatible endpoint (AWS, MinIO, R2, Ceph). Unset: the embedded server on loopback.'),
+  s3EmbeddedPort: int('SLUICE_S3_EMBEDDED_PORT', 0, 0, 65535, 'Port of the embedded S3 server; 0 picks one once per data dir and keeps it.'),
+  s3Region: text('SLUICE_S3_REGION', 'us-east-1', 'S3 region.'),
+  s3Bucket: text('SLUICE_S3_BUCKET', 'sluice', 'Bucket for inputs, chunks and results (created if missing).'),
+  s3AccessKeyId: optionalText('SLUICE_S3_ACCESS_KEY_ID', 'S3 access key; unset uses the AWS default chain (embedded: a local key).'),
+  s3SecretAccessKey: optionalText('SLUICE_S3_SECRET_ACCESS_KEY', 'S3 secret key; unset uses the AWS default chain (embedded: a local key).'),
+  s3ForcePathStyle: bool('SLUICE_S3_FORCE_PATH_STYLE', true, 'Path-style addressing (needed by MinIO and the embedded server).'),
+  sqliteSynchronous: oneOf('SLUICE_SQLITE_SYNCHRONOUS', ['NORMAL', 'FULL'] as const, 'NORMAL', 'SQLite `synchronous` in WAL mode: NORMAL survives process crashes, FULL also power loss.'),
+  sqliteBusyTimeoutMs: int('SLUICE_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000, 'How long a writer waits for another process\'s lock.'),
+  maxRows: int('SLUICE_MAX_ROWS', 1_000_000, 1, 100_000_000, 'Rows per job; a larger file fails with `too_many_rows` before any charge.'),
+  maxLineBytes: int('SLUICE_MAX_LINE_BYTES', 65_536, 1024, 64 * 1024 * 1024, 'Longest CSV row; a longer one rejects the file with `line_too_long`.'),
+  chunkRows: int('SLUICE_CHUNK_ROWS', 25_000, 10, 10_000_000, 'Rows per chunk: the unit of resume and of parallel work.'),
+  batchRows: int('SLUICE_BATCH_ROWS', 1_000, 1, 100_000, 'Rows per checkpoint transaction.'),
+  accountConcurrency: int('SLUICE_ACCOUNT_CONCURRENCY', 64, 1, 10_000, 'Lookup requests in flight per account, across its jobs (per process).'),
+  providerConcurrency: int('SLUICE_PROVIDER_CONCURRENCY', 128, 1, 10_000, 'Lookup requests in flight per provider (per process).'),
+  workerConcurrency: int('SLUICE_WORKER_CONCURRENCY', 2, 1, 256, 'Chunks a worker process works on at once.'),
+  leaseSeconds: int('SLUICE_LEASE_SECONDS', 30, 2, 3600, 'A worker that stops renewing loses its chunk after this long.'),
+  pollMs: int('SLUICE_POLL_MS', 250, 10, 60_000, 'How often an idle worker looks for work.'),
+  repeatFreeDays: int('SLUICE_REPEAT_FREE_DAYS', 180, 0, 3650, 'Repeat-free billing window: an address is charged once per account in this many days.'),
+  defaultAccountCredits: int('SLUICE_DEFAULT_CREDITS', 1_000_000, 0, 1_000_000_000, 'Credits granted to the `local` account that `sluice run` creates when no --account is given.'),
+  presignExpiresSeconds: int('SLUICE_PRESIGN_EXPIRES_SECONDS', 86_400, 1, 604_800, 'Lifetime of presigned download URLs (S3 allows at most 7 days).'),
+} as const;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const read = <T>(setting: Setting<T>): T => {
+    const raw = env[setting.name];
+    if (raw === undefined || raw.trim() === '') return setting.fallback;
+    return setting.parse(raw.trim(), setting.name);
+  };
+  const s = SETTINGS;
+  const config: Config = {
+    dataDir: path.resolve(read(s.dataDir)),
+    logLevel: read(s.logLevel),
+    port: read(s.port),
+    s3: {
+      endpoint: read(s.s3Endpoint),
+      embeddedPort: read(s.s3EmbeddedPort),
+      region: read(s.s3Region),
+      bucket: bucketName(read(s.s3Bucket)),
+      accessKeyId: read(s.s3AccessKeyId),
+      secretAccessKey: read(s.s3SecretAccessKey),
+      forcePathStyle: read(s.s3ForcePathStyle),
+    },
+    sqlite: { synchronous: read(s.sqliteSynchronous), busyTimeoutMs: read(s.sqliteBusyTimeoutMs) },
+    jobs: {
+      maxRows: read(s.maxRows),
+      maxLineBytes: read(s.maxLineBytes),
+      chunkRows: read(s.chunkRows),
+      batchRows: read(s.batchRows),
+      accountConcurrency: read(s.accountConcurrency),
+      providerConcurrency: read(s.providerConcurrency),
+      workerConcurrency: read(s.workerConcurrency),
+      leaseSeconds: read(s.leaseSeconds),
+      pollMs: read(s.pollMs),
+    },
+    billing: { repeatFreeDays: read(s.repeatFreeDays), defaultAccountCredits: read(s.defaultAccountCredits) },
+    presignExpiresSeconds: read(s.presignExpiresSeconds),
+  };
+  if ((config.s3.accessKeyId === undefined) !== (config.s3.secretAccessKey === undefined)) {
+    throw bad('SLUICE_S3_ACCESS_KEY_ID', 'must be set together with SLUICE_S3_SECRET_ACCESS_KEY');
+  }
+  if (config.jobs.batchRows > config.jobs.chunkRows) {
+    throw bad('SLUICE_BATCH_ROWS', `must not exceed SLUICE_CHUNK_ROWS (${config.jobs.chunkRows})`);
+  }
+  return deepFreeze(config);
+}
+
+function bad(name: string, problem: string): AppError {
+  return new AppError(ERROR_CODES.badConfig, `${name} ${problem}`, { details: { variable: name } });
+}
+
+function text(name: string, fallback: string, describe: string): Setting<string> {
+  return { name, fallback, describe, parse: (raw) => raw };
+}
+
+function optionalText(name: string, describe: string): Setting<string | undefined> {
+  return { name, fallback: undefined, describe, parse: (raw) => raw };
+}
+
+function int(name: string, fallback: number, min: number, max: number, describe: string): Setting<number> {
+  return {
+    name,
+    fallback,
+    describe,
+    parse: (raw) => {
+      if (!/^\d+$/.test(raw)) throw bad(name, `must be a whole number, got "${raw}"`);
+      const value = Number(raw);
+      if (value < min || value > max) throw bad(name, `must be between ${min} and ${max}, got ${value}`);
+      return value;
+    },
+  };
+}
+
+function bool(name: string, fallback: boolean, describe: string): Setting<boolean> {
+  return {
+    name,
+    fallback,
+    describe,
+    parse: (raw) => {
+      const lower = raw.toLowerCase();
+      if (['true', '1', 'yes'].includes(lower)) return true;
+      if (['false', '0', 'no'].includes(lower)) return false;
+      throw bad(name, `must be true or false, got "${raw}"`);
+    },
+  };
+}
+
+function oneOf<const T extends string>(name: string, values: readonly T[], fallback: T, describe: string): Setting<T> {
+  return {
+    name,
+    fallback,
+    describe: `${describe} One of ${values.join(', ')}.`,
+    parse: (raw) => {
+      const match = values.find((v) => v.toLowerCase() === raw.toLowerCase());
+      if (match === undefined) throw bad(name, `must be one of ${values.join(', ')}, got "${raw}"`);
+      return match;
+    },
+  };
+}
+
+function optionalUrl(name: string, describe: string): Setting<string | undefined> {
+  return {
+    name,
+    fallback: undefined,
+    describe,
+    parse: (raw) => {
+      let url: URL;
+      try {
+        url = new URL(raw);
+      } catch (e: unknown) {
+        throw new AppError(ERROR_CODES.badConfig, `${name} must be a URL, got "${raw}"`, { cause: e });
+      }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad(name, 'must be an http or https URL');
+      return raw.replace(/\/+$/, '');
+    },
+  };
+}
+
+function bucketName(name: string): string {
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name)) {
+    throw bad('SLUICE_S3_BUCKET', `is not a valid bucket name: "${name}"`);
+  }
+  return name;
+}
+
+function deepFreeze<T extends object>(value: T): T {
+  for (const inner of Object.values(value)) {
+    if (inner !== null && typeof inner === 'object') deepFreeze(inner as object);
+  }
+  return Object.freeze(value);
+}

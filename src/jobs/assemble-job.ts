@@ -1,0 +1,50 @@
+import { Readable } from 'node:stream';
+import { pipelineFor } from '../../pipelines/index.js';
+import { chunkObjectKey, partObjectKey, resultObjectKey } from './chunk-format.js';
+import type { EngineDeps } from './engine-deps.js';
+import { EXPORT_FILTERS } from './job-states.js';
+import type { JobRecord, Lease } from './job-store.js';
+import { outputHeader } from './process-chunk.js';
+import { jobEndEvent } from './job-events.js';
+
+/**
+ * Concatenates the part objects in row order into one result object per export filter, streamed
+ * (never whole in memory), then completes the job and queues `bulk.completed` in one transaction.
+ * Assembling again after a crash rewrites the same bytes.
+ */
+export async function assembleJob(deps: EngineDeps, job: JobRecord, lease: Lease, signal: AbortSignal): Promise<void> {
+  const header = outputHeader(job, pipelineFor(job.type));
+  const chunkCount = job.chunkCount ?? 0;
+  for (const filter of EXPORT_FILTERS) {
+    await deps.objects.putStream(resultObjectKey(job.id, filter), Readable.from(concatenate(deps, job.id, chunkCount, filter, header, signal)), {
+      contentType: 'text/csv; charset=utf-8',
+      signal,
+    });
+  }
+  const now = deps.clock.now();
+  const keys = { allKey: resultObjectKey(job.id, 'all'), foundKey: resultObjectKey(job.id, 'found') };
+  const finished: JobRecord = { ...job, status: 'completed', resultAllKey: keys.allKey, resultFoundKey: keys.foundKey, finishedAt: now };
+  deps.jobs.complete(job.id, lease, keys, jobEndEvent(finished, now), now);
+  deps.log.info({ jobId: job.id, rows: job.totalRows }, 'job completed');
+  await removeIntermediates(deps, job.id, chunkCount);
+}
+
+async function* concatenate(deps: EngineDeps, jobId: string, chunkCount: number, filter: string, header: string, signal: AbortSignal): AsyncGenerator<Buffer> {
+  yield Buffer.from(header);
+  for (let i = 0; i < chunkCount; i++) {
+    for await (const piece of await deps.objects.getStream(partObjectKey(jobId, i, filter), undefined, signal)) {
+      yield piece as Buffer;
+    }
+  }
+}
+
+/** Chunks and parts are scaffolding; once the results are committed they only cost storage. */
+async function removeIntermediates(deps: EngineDeps, jobId: string, chunkCount: number): Promise<void> {
+  const keys: string[] = [];
+  for (let i = 0; i < chunkCount; i++) {
+    keys.push(chunkObjectKey(jobId, i), ...EXPORT_FILTERS.map((f) => partObjectKey(jobId, i, f)));
+  }
+  const results = await Promise.allSettled(keys.map((key) => deps.objects.delete(key)));
+  const failed = results.filter((r) => r.status === 'rejected').length;
+  if (failed > 0) deps.log.warn({ jobId, failed }, 'could not remove some intermediate objects');
+}

@@ -1,0 +1,268 @@
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../shared/errors.js';
+import { readCsvRows, type CsvReadOptions } from './csv-reader.js';
+
+const LIMITS: CsvReadOptions = { maxLineBytes: 1024 };
+
+async function* chunksOf(input: Buffer, size = input.length || 1): AsyncGenerator<Buffer> {
+  for (let at = 0; at < input.length; at += size) yield input.subarray(at, at + size);
+}
+
+async function readAll(source: AsyncIterable<Buffer | Uint8Array>, options: CsvReadOptions = LIMITS): Promise<string[][]> {
+  const rows: string[][] = [];
+  for await (const batch of readCsvRows(source, options)) rows.push(...batch);
+  return rows;
+}
+
+function read(input: string | Buffer, chunkSize?: number, options?: CsvReadOptions): Promise<string[][]> {
+  const bytes = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
+  return readAll(chunksOf(bytes, chunkSize), options);
+}
+
+async function failure(promise: Promise<unknown>): Promise<AppError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(AppError);
+  return error as AppError;
+}
+
+describe('readCsvRows: rows', () => {
+  const cases: [name: string, input: string, rows: string[][]][] = [
+    ['LF line ends', 'a,b\n1,2\n', [['a', 'b'], ['1', '2']]],
+    ['CRLF line ends', 'a,b\r\n1,2\r\n', [['a', 'b'], ['1', '2']]],
+    ['lone CR line ends', 'a,b\r1,2\r', [['a', 'b'], ['1', '2']]],
+    ['mixed line ends in one file', 'a\r\nb\nc\rd', [['a'], ['b'], ['c'], ['d']]],
+    ['no trailing newline', 'a,b\n1,2', [['a', 'b'], ['1', '2']]],
+    ['a leading BOM is dropped', '\uFEFFemail\nx@y.com\n', [['email'], ['x@y.com']]],
+    ['a BOM later in the file is data', 'a\n\uFEFFb\n', [['a'], ['\uFEFFb']]],
+    ['quoted comma', '"a,b",c\n', [['a,b', 'c']]],
+    ['doubled quotes', '"say ""hi""",x\n', [['say "hi"', 'x']]],
+    ['quoted LF', '"line1\nline2",x\n', [['line1\nline2', 'x']]],
+    ['quoted CRLF reads as LF', '"line1\r\nline2",x\r\n', [['line1\nline2', 'x']]],
+    ['quoted lone CR reads as LF', '"line1\rline2",x\n', [['line1\nline2', 'x']]],
+    ['empty quoted field', '"",x\n', [['', 'x']]],
+    ['a quote inside an unquoted field is data', 'ab"c,d\n', [['ab"c', 'd']]],
+    ['blank lines are skipped', 'a\n\n\r\nb\n\n', [['a'], ['b']]],
+    ['whitespace-only lines are skipped', 'a\n   \n\t\nb\n', [['a'], ['b']]],
+    ['a row of empty cells is kept', 'a,b\n,\n', [['a', 'b'], ['', '']]],
+    ['cells keep their spaces', ' a , b \n', [[' a ', ' b ']]],
+    ['header-only file', 'email,name\n', [['email', 'name']]],
+    ['whitespace-only file has no rows', '  \n\t\r\n \n', []],
+    ['ragged rows are kept as they are', 'a,b,c\n1\n1,2,3,4\n', [['a', 'b', 'c'], ['1'], ['1', '2', '3', '4']]],
+    ['multi-byte UTF-8', 'naïve,日本,😀\n', [['naïve', '日本', '😀']]],
+  ];
+  it.each(cases)('%s', async (_name, input, rows) => {
+    expect(await read(input)).toEqual(rows);
+  });
+
+  // The csv-spectrum cases (github.com/max-mapper/csv-spectrum), inputs and expectations inline.
+  const spectrum: [name: string, input: string, rows: string[][]][] = [
+    ['comma_in_quotes', 'first,last,address,city,zip\nJohn,Doe,120 any st.,"Anytown, WW",08123\n', [
+      ['first', 'last', 'address', 'city', 'zip'],
+      ['John', 'Doe', '120 any st.', 'Anytown, WW', '08123'],
+    ]],
+    ['empty', 'a,b,c\n1,"",""\n2,3,4\n', [['a', 'b', 'c'], ['1', '', ''], ['2', '3', '4']]],
+    ['empty_crlf', 'a,b,c\r\n1,"",""\r\n2,3,4\r\n', [['a', 'b', 'c'], ['1', '', ''], ['2', '3', '4']]],
+    ['escaped_quotes', 'a,b\n1,"ha ""ha"" ha"\n3,4\n', [['a', 'b'], ['1', 'ha "ha" ha'], ['3', '4']]],
+    ['json', 'key,val\n1,"{""type"": ""Point"", ""coordinates"": [102.0, 0.5]}"\n', [
+      ['key', 'val'],
+      ['1', '{"type": "Point", "coordinates": [102.0, 0.5]}'],
+    ]],
+    ['newlines', 'a,b,c\n1,2,3\n"Once upon \na time",5,6\n7,8,9\n', [
+      ['a', 'b', 'c'], ['1', '2', '3'], ['Once upon \na time', '5', '6'], ['7', '8', '9'],
+    ]],
+    // csv-spectrum expects the CRLF inside the quoted cell kept; line ends are unified to LF here.
+    ['newlines_crlf', 'a,b,c\r\n1,2,3\r\n"Once upon \r\na time",5,6\r\n7,8,9\r\n', [
+      ['a', 'b', 'c'], ['1', '2', '3'], ['Once upon \na time', '5', '6'], ['7', '8', '9'],
+    ]],
+    ['quotes_and_newlines', 'a,b\n1,"ha \n""ha"" \nha"\n3,4\n', [['a', 'b'], ['1', 'ha \n"ha" \nha'], ['3', '4']]],
+    ['simple', 'a,b,c\n1,2,3\n', [['a', 'b', 'c'], ['1', '2', '3']]],
+    ['simple_crlf', 'a,b,c\r\n1,2,3\r\n', [['a', 'b', 'c'], ['1', '2', '3']]],
+    ['utf8', 'a,b,c\n1,2,3\n4,5,ʤ\n', [['a', 'b', 'c'], ['1', '2', '3'], ['4', '5', 'ʤ']]],
+    ['location_coordinates', 'Location,Coordinates\nRome,"41.9028, 12.4964"\n', [
+      ['Location', 'Coordinates'], ['Rome', '41.9028, 12.4964'],
+    ]],
+  ];
+  it.each(spectrum)('csv-spectrum %s', async (_name, input, rows) => {
+    expect(await read(input)).toEqual(rows);
+  });
+
+  const tricky =
+    '\uFEFFemail,note\r\n"a@b.c","x,""y""\r\nz"\r\n\r\nb@c.d,ünï😀\rc@d.e,"""q"""\n' +
+    '"e@f.g" ,tail\n\n"h@i.j",""\r';
+  const trickyRows = [
+    ['email', 'note'],
+    ['a@b.c', 'x,"y"\nz'],
+    ['b@c.d', 'ünï😀'],
+    ['c@d.e', '"q"'],
+    ['e@f.g', 'tail'],
+    ['h@i.j', ''],
+  ];
+
+  it('a tricky file gives the same rows whatever the chunk size, parsing at every byte', async () => {
+    const bytes = Buffer.from(tricky, 'utf8');
+    expect(await read(bytes)).toEqual(trickyRows);
+    for (const chunkSize of [1, 2, 3, 5, 7, 11, 64]) {
+      expect(await read(bytes, chunkSize, { maxLineBytes: 1024, batchChars: 1 }), `chunk ${chunkSize}`).toEqual(trickyRows);
+      expect(await read(bytes, chunkSize, { maxLineBytes: 1024, batchChars: 4 }), `chunk ${chunkSize}`).toEqual(trickyRows);
+    }
+  });
+
+  it('every split of the tricky file into two chunks gives the same rows', async () => {
+    const bytes = Buffer.from(tricky, 'utf8');
+    for (let at = 0; at <= bytes.length; at++) {
+      const source = (async function* () {
+        yield bytes.subarray(0, at);
+        yield bytes.subarray(at);
+      })();
+      expect(await readAll(source, { maxLineBytes: 1024, batchChars: 1 }), `split at ${at}`).toEqual(trickyRows);
+    }
+  });
+
+  it('accepts Uint8Array chunks as well as Buffers', async () => {
+    const bytes = new TextEncoder().encode('a,b\n1,2\n');
+    const source = (async function* () {
+      yield bytes.subarray(0, 3);
+      yield bytes.subarray(3);
+    })();
+    expect(await readAll(source)).toEqual([['a', 'b'], ['1', '2']]);
+  });
+
+  it('yields rows in batches, not one by one', async () => {
+    const input = Buffer.from('email\n' + 'someone@example.com\n'.repeat(20_000));
+    const sizes: number[] = [];
+    for await (const batch of readCsvRows(chunksOf(input, 16 * 1024), { maxLineBytes: 1024 })) sizes.push(batch.length);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(20_001);
+    expect(sizes.length).toBeGreaterThan(1);
+    expect(Math.max(...sizes)).toBeLessThan(10_000);
+    expect(Math.min(...sizes.slice(0, -1))).toBeGreaterThan(100);
+  });
+
+  it('a multi-byte character split across two chunks is valid', async () => {
+    const bytes = Buffer.from('name\nJosé😀\n', 'utf8');
+    const eAcute = bytes.indexOf(0xc3);
+    const emoji = bytes.indexOf(0xf0);
+    for (const at of [eAcute + 1, emoji + 1, emoji + 2, emoji + 3]) {
+      const source = (async function* () {
+        yield bytes.subarray(0, at);
+        yield bytes.subarray(at);
+      })();
+      expect(await readAll(source)).toEqual([['name'], ['José😀']]);
+    }
+  });
+});
+
+describe('readCsvRows: rejected files', () => {
+  const cases: [name: string, input: Buffer, code: string][] = [
+    ['zero bytes', Buffer.alloc(0), 'empty_file'],
+    ['only a BOM', Buffer.from([0xef, 0xbb, 0xbf]), 'empty_file'],
+    ['gzip', Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00]), 'compressed_file'],
+    ['gzip magic alone', Buffer.from([0x1f, 0x8b]), 'compressed_file'],
+    ['zip (xlsx)', Buffer.from('PK\x03\x04\x14\x00\x06\x00', 'latin1'), 'compressed_file'],
+    ['NUL in the first bytes', Buffer.from('a,b\n\x00\x01\x02\n', 'latin1'), 'binary_file'],
+    ['NUL far into the file', Buffer.concat([Buffer.from('a,b\n'.repeat(10_000)), Buffer.from([0])]), 'binary_file'],
+    ['UTF-16 LE with BOM', Buffer.from('\uFEFFa,b\n', 'utf16le'), 'invalid_utf8'],
+    ['Latin-1 byte', Buffer.from('name\nJos\xe9\n', 'latin1'), 'invalid_utf8'],
+    ['overlong encoding', Buffer.from([0x61, 0x0a, 0xc0, 0xaf, 0x0a]), 'invalid_utf8'],
+    ['UTF-16 surrogate encoded in UTF-8', Buffer.from([0x61, 0x0a, 0xed, 0xa0, 0x80, 0x0a]), 'invalid_utf8'],
+    ['truncated multi-byte char at EOF', Buffer.concat([Buffer.from('name\nJos'), Buffer.from([0xc3])]), 'invalid_utf8'],
+    ['truncated 4-byte char at EOF', Buffer.concat([Buffer.from('a\n'), Buffer.from([0xf0, 0x9f, 0x98])]), 'invalid_utf8'],
+    ['unterminated quote at EOF', Buffer.from('email\n"a@b.c,x\nd@e.f\n'), 'line_too_long'],
+    ['stray quote inside a quoted field', Buffer.from('name,email\n"John" Smith,a@b.c\n"x",y\n'), 'line_too_long'],
+  ];
+  it.each(cases)('%s', async (_name, input, code) => {
+    expect((await failure(read(input))).code).toBe(code);
+    expect((await failure(read(input, 1, { maxLineBytes: 1024, batchChars: 1 }))).code).toBe(code);
+  });
+
+  it('a truncated multi-byte char in mid-file is invalid across a chunk boundary', async () => {
+    const source = (async function* () {
+      yield Buffer.from([0x61, 0x0a, 0xc3]);
+      yield Buffer.from('b\n');
+    })();
+    expect((await failure(readAll(source))).code).toBe('invalid_utf8');
+  });
+
+  it('says which record an unterminated quote opens', async () => {
+    const error = await failure(read('a\nb\n"c\nd\n'));
+    expect(error.details).toMatchObject({ reason: 'unterminated_quote', record: 3 });
+  });
+
+  it('a line over the limit is line_too_long, with or without quotes', async () => {
+    const limits = { maxLineBytes: 100 };
+    expect(await read(`a\n${'x'.repeat(99)}\n`, 7, limits)).toEqual([['a'], ['x'.repeat(99)]]);
+    for (const line of ['x'.repeat(101), `"${'x,'.repeat(60)}"`, `a,"${'y\n'.repeat(60)}"`]) {
+      const error = await failure(read(`a\n${line}\nb\n`, 7, limits));
+      expect(error.code).toBe('line_too_long');
+      expect(error.details).toMatchObject({ reason: 'too_long', record: 2 });
+    }
+  });
+
+  it('the limit counts UTF-8 bytes, not characters', async () => {
+    const limits = { maxLineBytes: 100 };
+    expect(await read(`${'é'.repeat(49)}\n`, undefined, limits)).toEqual([['é'.repeat(49)]]);
+    expect((await failure(read(`${'é'.repeat(51)}\n`, undefined, limits))).code).toBe('line_too_long');
+    expect((await failure(read(`${'é'.repeat(51)}`, 3, { maxLineBytes: 100, batchChars: 1 }))).code).toBe('line_too_long');
+  });
+
+  it('whether a record passes does not depend on chunk boundaries', async () => {
+    const limits = { maxLineBytes: 40 };
+    const ok = '"a,""b""",ccccccccccccccccccccccccc\n';
+    const tooLong = '"a,""b""",cccccccccccccccccccccccccccccc\n';
+    for (const batchChars of [1, 3, 1000]) {
+      expect(await read(ok, 5, { ...limits, batchChars })).toEqual([['a,"b"', 'c'.repeat(25)]]);
+      expect((await failure(read(tooLong, 5, { ...limits, batchChars }))).code).toBe('line_too_long');
+    }
+  });
+
+  it('an unbalanced quote in a huge file trips the guard after about maxLineBytes, keeping memory bounded', async () => {
+    const maxLineBytes = 1024 * 1024;
+    const line = Buffer.from('someone@example.com,Some Name,Some Company\n'.repeat(1500));
+    let pulled = 0;
+    const source = (async function* () {
+      yield Buffer.from('email,name,company\n"unclosed@example.com,x\n');
+      // 1 GiB if nothing stopped it.
+      for (let i = 0; i < (1 << 30) / line.length; i++) {
+        pulled += line.length;
+        yield line;
+      }
+    })();
+    const error = await failure(readAll(source, { maxLineBytes }));
+    expect(error.code).toBe('line_too_long');
+    expect(error.details).toMatchObject({ reason: 'too_long', record: 2 });
+    expect(pulled).toBeLessThan(2 * maxLineBytes);
+  });
+
+  it('a huge line without any line break trips the guard early', async () => {
+    const maxLineBytes = 256 * 1024;
+    const piece = Buffer.alloc(64 * 1024, 'x');
+    let pulled = 0;
+    const source = (async function* () {
+      for (let i = 0; i < 16 * 1024; i++) {
+        pulled += piece.length;
+        yield piece;
+      }
+    })();
+    expect((await failure(readAll(source, { maxLineBytes }))).code).toBe('line_too_long');
+    expect(pulled).toBeLessThan(2 * maxLineBytes);
+  });
+
+  it('rejects a bad limit', async () => {
+    expect((await failure(read('a\n', undefined, { maxLineBytes: 0 }))).code).toBe('bad_argument');
+  });
+
+  it('stops when the signal aborts', async () => {
+    const controller = new AbortController();
+    const source = (async function* () {
+      yield Buffer.from('a\nb\n');
+      controller.abort(new Error('stop'));
+      yield Buffer.from('c\n');
+    })();
+    const reading = (async () => {
+      for await (const _batch of readCsvRows(source, { maxLineBytes: 100, batchChars: 1 }, controller.signal)) void _batch;
+    })();
+    await expect(reading).rejects.toThrow('stop');
+  });
+});

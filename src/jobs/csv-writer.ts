@@ -1,0 +1,33 @@
+/**
+ * Quoting per RFC 4180, plus leading or trailing blanks: some readers (and papaparse after a
+ * closing quote) trim those, which would change a cell on its way back in.
+ */
+const NEEDS_QUOTES = /[",\r\n]|^[ \t]|[ \t]$/;
+const QUOTE = /"/g;
+
+/** One CSV record with its `\n`. Cells that need no quoting are copied as they are. */
+export function csvLine(cells: readonly string[]): string {
+  let line = '';
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells[i]!;
+    if (i > 0) line += ',';
+    line += NEEDS_QUOTES.test(cell) ? `"${cell.replace(QUOTE, '""')}"` : cell;
+  }
+  return line + '\n';
+}
+
+const FORMULA_START = /^[=+\-@\t\r]/;
+const PLAIN_NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)$/;
+
+/**
+ * Defuses a cell that a spreadsheet would run as a formula (OWASP CSV injection: a leading `=`,
+ * `+`, `-`, `@`, TAB or CR) by putting `'` in front of it. Plain signed numbers such as `-12.5` or
+ * `+442079460958` are left alone: a spreadsheet reads them as numbers and runs nothing, and
+ * escaping them would spoil negative amounts and E.164 phone numbers. Anything more than digits
+ * and one decimal point is escaped, `+44 20 7946 0958` included: spaces or brackets make it an
+ * expression to a spreadsheet, and the narrow exception keeps the rule easy to trust.
+ */
+export function escapeFormula(cell: string): string {
+  if (!FORMULA_START.test(cell) || PLAIN_NUMBER.test(cell)) return cell;
+  return `'${cell}`;
+}

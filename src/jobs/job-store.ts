@@ -1,0 +1,364 @@
+import type { Db } from '../storage/sqlite/open-database.js';
+import { AppError, ERROR_CODES } from '../shared/errors.js';
+import { JOB_PHASES, JOB_STATUSES, TERMINAL_STATUSES, type JobPhase, type JobStatus } from './job-states.js';
+
+export interface JobOptions {
+  /** Header the caller named as the key column (compared without case). */
+  column?: string;
+  downloadLink?: boolean;
+}
+
+export interface JobRecord {
+  id: string;
+  accountId: string;
+  type: string;
+  status: JobStatus;
+  phase: JobPhase;
+  reason: string | null;
+  errorMessage: string | null;
+  inputKey: string;
+  inputName: string | null;
+  options: JobOptions;
+  header: string[] | null;
+  keyColumn: number | null;
+  totalRows: number | null;
+  chunkCount: number | null;
+  processedRows: number;
+  foundRows: number;
+  invalidRows: number;
+  duplicateRows: number;
+  errorRows: number;
+  creditsUsed: number;
+  leaseEpoch: number;
+  attempts: number;
+  resultAllKey: string | null;
+  resultFoundKey: string | null;
+  createdAt: number;
+  startedAt: number | null;
+  updatedAt: number;
+  finishedAt: number | null;
+}
+
+export interface ChunkRecord {
+  jobId: string;
+  chunkIndex: number;
+  firstRow: number;
+  rowCount: number;
+  cursor: number;
+  status: 'pending' | 'done';
+  leaseEpoch: number;
+  attempts: number;
+}
+
+export interface Lease {
+  owner: string;
+  epoch: number;
+}
+
+export interface RowCounters {
+  processed: number;
+  found: number;
+  invalid: number;
+  duplicate: number;
+  error: number;
+  credits: number;
+}
+
+const JOB_COLUMNS = `id, account_id AS accountId, type, status, phase, reason, error_message AS errorMessage,
+  input_key AS inputKey, input_name AS inputName, options, header, key_column AS keyColumn,
+  total_rows AS totalRows, chunk_count AS chunkCount, processed_rows AS processedRows,
+  found_rows AS foundRows, invalid_rows AS invalidRows, duplicate_rows AS duplicateRows,
+  error_rows AS errorRows, credits_used AS creditsUsed, lease_epoch AS leaseEpoch, attempts,
+  result_all_key AS resultAllKey, result_found_key AS resultFoundKey, created_at AS createdAt,
+  started_at AS startedAt, updated_at AS updatedAt, finished_at AS finishedAt`;
+
+const CHUNK_COLUMNS = `job_id AS jobId, chunk_index AS chunkIndex, first_row AS firstRow, row_count AS rowCount,
+  cursor, status, lease_epoch AS leaseEpoch, attempts`;
+
+type JobRow = Omit<JobRecord, 'options' | 'header'> & { options: string; header: string | null };
+
+/**
+ * Jobs, chunks and their leases. A lease is (owner, epoch, expiry); every write a lease holder
+ * makes names its epoch, so a worker that was frozen past its expiry cannot commit over the
+ * worker that took its place.
+ */
+export class JobStore {
+  private readonly s;
+
+  constructor(private readonly db: Db) {
+    this.s = {
+      insertJob: db.prepare(
+        `INSERT INTO jobs (id, account_id, type, status, phase, input_key, input_name, options, created_at, updated_at)
+         VALUES (@id, @accountId, @type, 'queued', 'split', @inputKey, @inputName, @options, @now, @now)`,
+      ),
+      job: db.prepare(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`),
+      listAll: db.prepare(`SELECT ${JOB_COLUMNS} FROM jobs WHERE (@accountId IS NULL OR account_id = @accountId) AND (@status IS NULL OR status = @status) ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`),
+      countAll: db.prepare('SELECT COUNT(*) AS n FROM jobs WHERE (@accountId IS NULL OR account_id = @accountId) AND (@status IS NULL OR status = @status)'),
+      phaseCandidate: db.prepare(
+        `SELECT id FROM jobs
+          WHERE ((status = 'queued' AND phase = 'split') OR (status = 'running' AND phase IN ('split', 'assemble')))
+            AND (lease_expires_at IS NULL OR lease_expires_at < @now)
+          ORDER BY created_at, id LIMIT 1`,
+      ),
+      takeJobLease: db.prepare(
+        `UPDATE jobs SET lease_owner = @owner, lease_epoch = lease_epoch + 1, lease_expires_at = @expires,
+           attempts = attempts + 1, status = 'running', started_at = COALESCE(started_at, @now), updated_at = @now
+         WHERE id = @id`,
+      ),
+      renewJobLease: db.prepare('UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND lease_epoch = ? AND lease_owner = ?'),
+      releaseJobLease: db.prepare('UPDATE jobs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_epoch = ?'),
+      chunkCandidate: db.prepare(
+        `SELECT c.job_id AS jobId, c.chunk_index AS chunkIndex FROM job_chunks c JOIN jobs j ON j.id = c.job_id
+          WHERE j.status = 'running' AND j.phase = 'process' AND c.status = 'pending'
+            AND (c.lease_expires_at IS NULL OR c.lease_expires_at < @now)
+          ORDER BY j.created_at, c.job_id, c.chunk_index LIMIT 1`,
+      ),
+      takeChunkLease: db.prepare(
+        `UPDATE job_chunks SET lease_owner = @owner, lease_epoch = lease_epoch + 1, lease_expires_at = @expires, attempts = attempts + 1
+          WHERE job_id = @jobId AND chunk_index = @chunkIndex`,
+      ),
+      chunk: db.prepare(`SELECT ${CHUNK_COLUMNS} FROM job_chunks WHERE job_id = ? AND chunk_index = ?`),
+      chunks: db.prepare(`SELECT ${CHUNK_COLUMNS} FROM job_chunks WHERE job_id = ? ORDER BY chunk_index`),
+      renewChunkLease: db.prepare('UPDATE job_chunks SET lease_expires_at = ? WHERE job_id = ? AND chunk_index = ? AND lease_epoch = ? AND lease_owner = ?'),
+      releaseChunkLease: db.prepare('UPDATE job_chunks SET lease_owner = NULL, lease_expires_at = NULL WHERE job_id = ? AND chunk_index = ? AND lease_epoch = ?'),
+      insertChunk: db.prepare('INSERT OR REPLACE INTO job_chunks (job_id, chunk_index, first_row, row_count) VALUES (?, ?, ?, ?)'),
+      finishSplit: db.prepare(
+        `UPDATE jobs SET phase = 'process', header = @header, key_column = @keyColumn, total_rows = @totalRows,
+           chunk_count = @chunkCount, lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
+         WHERE id = @id AND lease_epoch = @epoch AND status = 'running' AND phase = 'split'`,
+      ),
+      advanceChunk: db.prepare(
+        'UPDATE job_chunks SET cursor = cursor + @rows WHERE job_id = @jobId AND chunk_index = @chunkIndex AND lease_epoch = @epoch AND lease_owner = @owner AND cursor = @expectedCursor',
+      ),
+      addCounters: db.prepare(
+        `UPDATE jobs SET processed_rows = processed_rows + @processed, found_rows = found_rows + @found,
+           invalid_rows = invalid_rows + @invalid, duplicate_rows = duplicate_rows + @duplicate,
+           error_rows = error_rows + @error, credits_used = credits_used + @credits, updated_at = @now
+         WHERE id = @jobId`,
+      ),
+      insertOutput: db.prepare('INSERT INTO chunk_outputs (job_id, chunk_index, first_row, all_text, found_text) VALUES (?, ?, ?, ?, ?)'),
+      outputs: db.prepare('SELECT all_text AS allText, found_text AS foundText FROM chunk_outputs WHERE job_id = ? AND chunk_index = ? ORDER BY first_row'),
+      deleteOutputs: db.prepare('DELETE FROM chunk_outputs WHERE job_id = ? AND chunk_index = ?'),
+      markChunkDone: db.prepare(
+        `UPDATE job_chunks SET status = 'done', lease_owner = NULL, lease_expires_at = NULL
+          WHERE job_id = ? AND chunk_index = ? AND lease_epoch = ? AND cursor = row_count AND status = 'pending'`,
+      ),
+      pendingChunks: db.prepare("SELECT COUNT(*) AS n FROM job_chunks WHERE job_id = ? AND status != 'done'"),
+      toAssemble: db.prepare("UPDATE jobs SET phase = 'assemble', lease_owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? AND phase = 'process'"),
+      complete: db.prepare(
+        `UPDATE jobs SET status = 'completed', phase = 'done', reason = NULL, result_all_key = @allKey, result_found_key = @foundKey,
+           lease_owner = NULL, lease_expires_at = NULL, updated_at = @now, finished_at = @now
+         WHERE id = @id AND lease_epoch = @epoch AND status = 'running' AND phase = 'assemble'`,
+      ),
+      setStatus: db.prepare(
+        `UPDATE jobs SET status = @status, reason = @reason, error_message = @message, updated_at = @now,
+           finished_at = CASE WHEN @terminal THEN @now WHEN @status = 'running' THEN NULL ELSE finished_at END,
+           lease_owner = CASE WHEN @releaseLease THEN NULL ELSE lease_owner END,
+           lease_expires_at = CASE WHEN @releaseLease THEN NULL ELSE lease_expires_at END
+         WHERE id = @id`,
+      ),
+      insertOutbox: db.prepare('INSERT INTO outbox (id, event, account_id, payload, created_at) VALUES (?, ?, ?, ?, ?)'),
+      jobStatus: db.prepare('SELECT status FROM jobs WHERE id = ?'),
+    };
+  }
+
+  create(input: { id: string; accountId: string; type: string; inputKey: string; inputName: string | null; options: JobOptions; now: number }): JobRecord {
+    this.s.insertJob.run({ ...input, options: JSON.stringify(input.options) });
+    return this.require(input.id);
+  }
+
+  get(id: string): JobRecord | undefined {
+    const row = this.s.job.get(id) as JobRow | undefined;
+    return row && toJob(row);
+  }
+
+  require(id: string): JobRecord {
+    const job = this.get(id);
+    if (!job) throw new AppError(ERROR_CODES.jobNotFound, `no job ${id}`, { statusCode: 404 });
+    return job;
+  }
+
+  status(id: string): JobStatus | undefined {
+    return (this.s.jobStatus.get(id) as { status: JobStatus } | undefined)?.status;
+  }
+
+  list(filter: { accountId?: string; status?: JobStatus; limit: number; offset: number }): { jobs: JobRecord[]; total: number } {
+    const params = { accountId: filter.accountId ?? null, status: filter.status ?? null, limit: filter.limit, offset: filter.offset };
+    const rows = this.s.listAll.all(params) as JobRow[];
+    const total = (this.s.countAll.get({ accountId: params.accountId, status: params.status }) as { n: number }).n;
+    return { jobs: rows.map(toJob), total };
+  }
+
+  chunks(jobId: string): ChunkRecord[] {
+    return this.s.chunks.all(jobId) as ChunkRecord[];
+  }
+
+  chunk(jobId: string, chunkIndex: number): ChunkRecord | undefined {
+    return this.s.chunk.get(jobId, chunkIndex) as ChunkRecord | undefined;
+  }
+
+  /** Takes the oldest job that needs splitting or assembling and whose lease is free. */
+  acquireJobPhase(owner: string, now: number, leaseMs: number): { job: JobRecord; lease: Lease } | undefined {
+    return this.db
+      .transaction(() => {
+        const candidate = this.s.phaseCandidate.get({ now }) as { id: string } | undefined;
+        if (!candidate) return undefined;
+        this.s.takeJobLease.run({ id: candidate.id, owner, expires: now + leaseMs, now });
+        const job = this.require(candidate.id);
+        return { job, lease: { owner, epoch: job.leaseEpoch } };
+      })
+      .immediate();
+  }
+
+  renewJobLease(jobId: string, lease: Lease, expiresAt: number): boolean {
+    return this.s.renewJobLease.run(expiresAt, jobId, lease.epoch, lease.owner).changes === 1;
+  }
+
+  releaseJobLease(jobId: string, lease: Lease): void {
+    this.s.releaseJobLease.run(jobId, lease.epoch);
+  }
+
+  /** Takes the next pending chunk of a running job whose lease is free. */
+  acquireChunk(owner: string, now: number, leaseMs: number): { chunk: ChunkRecord; lease: Lease } | undefined {
+    return this.db
+      .transaction(() => {
+        const candidate = this.s.chunkCandidate.get({ now }) as { jobId: string; chunkIndex: number } | undefined;
+        if (!candidate) return undefined;
+        this.s.takeChunkLease.run({ ...candidate, owner, expires: now + leaseMs });
+        const chunk = this.chunk(candidate.jobId, candidate.chunkIndex)!;
+        return { chunk, lease: { owner, epoch: chunk.leaseEpoch } };
+      })
+      .immediate();
+  }
+
+  renewChunkLease(jobId: string, chunkIndex: number, lease: Lease, expiresAt: number): boolean {
+    return this.s.renewChunkLease.run(expiresAt, jobId, chunkIndex, lease.epoch, lease.owner).changes === 1;
+  }
+
+  releaseChunkLease(jobId: string, chunkIndex: number, lease: Lease): void {
+    this.s.releaseChunkLease.run(jobId, chunkIndex, lease.epoch);
+  }
+
+  /** Records the chunks and moves the job to processing, if the split still holds its lease. */
+  finishSplit(
+    jobId: string,
+    lease: Lease,
+    split: { header: string[]; keyColumn: number; totalRows: number; chunks: { firstRow: number; rowCount: number }[] },
+    now: number,
+  ): void {
+    this.db.transaction(() => {
+      const changed = this.s.finishSplit.run({
+        id: jobId,
+        epoch: lease.epoch,
+        header: JSON.stringify(split.header),
+        keyColumn: split.keyColumn,
+        totalRows: split.totalRows,
+        chunkCount: split.chunks.length,
+        now,
+      }).changes;
+      if (changed !== 1) throw leaseLost(`split of ${jobId}`);
+      split.chunks.forEach((c, i) => this.s.insertChunk.run(jobId, i, c.firstRow, c.rowCount));
+      if (split.chunks.length === 0) this.s.toAssemble.run(now, jobId);
+    })();
+  }
+
+  /**
+   * Moves a chunk's cursor forward by `rows`, fenced by the lease epoch and the cursor the caller
+   * started from. Call inside the checkpoint transaction: a refusal throws and rolls it all back.
+   */
+  advanceChunk(jobId: string, chunkIndex: number, lease: Lease, expectedCursor: number, rows: number): void {
+    const changed = this.s.advanceChunk.run({ jobId, chunkIndex, epoch: lease.epoch, owner: lease.owner, expectedCursor, rows }).changes;
+    if (changed !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
+  }
+
+  addCounters(jobId: string, counters: RowCounters, now: number): void {
+    this.s.addCounters.run({ jobId, ...counters, now });
+  }
+
+  insertOutput(jobId: string, chunkIndex: number, firstRow: number, allText: string, foundText: string): void {
+    this.s.insertOutput.run(jobId, chunkIndex, firstRow, allText, foundText);
+  }
+
+  outputs(jobId: string, chunkIndex: number): IterableIterator<{ allText: string; foundText: string }> {
+    return this.s.outputs.iterate(jobId, chunkIndex) as IterableIterator<{ allText: string; foundText: string }>;
+  }
+
+  /** Marks a fully committed chunk done; the last one moves the job on to assembly. */
+  completeChunk(jobId: string, chunkIndex: number, lease: Lease, now: number): void {
+    this.db.transaction(() => {
+      if (this.s.markChunkDone.run(jobId, chunkIndex, lease.epoch).changes !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
+      this.s.deleteOutputs.run(jobId, chunkIndex);
+      if ((this.s.pendingChunks.get(jobId) as { n: number }).n === 0) this.s.toAssemble.run(now, jobId);
+    })();
+  }
+
+  /** Completes the job and records its event in the outbox, in one transaction. */
+  complete(jobId: string, lease: Lease, keys: { allKey: string; foundKey: string }, event: OutboxEvent, now: number): void {
+    this.db.transaction(() => {
+      const changed = this.s.complete.run({ id: jobId, epoch: lease.epoch, ...keys, now }).changes;
+      if (changed !== 1) throw leaseLost(`assembly of ${jobId}`);
+      this.s.insertOutbox.run(event.id, event.event, event.accountId, JSON.stringify(event.payload), now);
+    })();
+  }
+
+  /**
+   * Moves a job to another status if the move is allowed from where it is now, and returns the
+   * job as it is after the call. Terminal states never change again.
+   */
+  transition(jobId: string, to: JobStatus, input: { reason?: string | null; message?: string | null; now: number; event?: OutboxEvent }): JobRecord {
+    return this.db.transaction(() => {
+      const job = this.require(jobId);
+      if (!allowed(job, to)) {
+        throw new AppError(ERROR_CODES.invalidState, `job ${jobId} is ${job.status} and cannot become ${to}`, { statusCode: 409 });
+      }
+      const terminal = TERMINAL_STATUSES.has(to);
+      this.s.setStatus.run({
+        id: jobId,
+        status: to,
+        reason: input.reason ?? null,
+        message: input.message ?? null,
+        now: input.now,
+        terminal: terminal ? 1 : 0,
+        releaseLease: to === JOB_STATUSES.running ? 0 : 1,
+      });
+      if (input.event) {
+        const e = input.event;
+        this.s.insertOutbox.run(e.id, e.event, e.accountId, JSON.stringify(e.payload), input.now);
+      }
+      return this.require(jobId);
+    })();
+  }
+}
+
+export interface OutboxEvent {
+  id: string;
+  event: string;
+  accountId: string;
+  payload: unknown;
+}
+
+function allowed(job: JobRecord, to: JobStatus): boolean {
+  if (TERMINAL_STATUSES.has(job.status)) return to === JOB_STATUSES.running && job.status === JOB_STATUSES.failed;
+  switch (to) {
+    case JOB_STATUSES.running:
+      return job.status === JOB_STATUSES.paused || job.status === JOB_STATUSES.queued;
+    case JOB_STATUSES.paused:
+      return job.status === JOB_STATUSES.running || job.status === JOB_STATUSES.queued;
+    default:
+      return true;
+  }
+}
+
+function leaseLost(what: string): AppError {
+  return new AppError(ERROR_CODES.leaseLost, `lease lost on ${what}`, { retryable: false });
+}
+
+function toJob(row: JobRow): JobRecord {
+  return {
+    ...row,
+    options: JSON.parse(row.options) as JobOptions,
+    header: row.header === null ? null : (JSON.parse(row.header) as string[]),
+  };
+}
+
+export { JOB_PHASES };

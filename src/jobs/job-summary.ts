@@ -1,0 +1,51 @@
+import type { JobRecord } from './job-store.js';
+
+/** What operators and callers see of a job: the CLI's `--json`, the API and events share it. */
+export interface JobSummary {
+  id: string;
+  type: string;
+  account_id: string;
+  status: string;
+  reason: string | null;
+  error_message: string | null;
+  input_name: string | null;
+  rows: { total: number | null; processed: number; found: number; invalid: number; duplicate: number; error: number };
+  percent: number;
+  credits_used: number;
+  outputs: { all: string | null; found: string | null };
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export function jobSummary(job: JobRecord): JobSummary {
+  const total = job.totalRows;
+  const percent = job.status === 'completed' ? 100 : total ? Math.floor((job.processedRows / total) * 1000) / 10 : 0;
+  return {
+    id: job.id,
+    type: job.type,
+    account_id: job.accountId,
+    status: job.status,
+    reason: job.reason,
+    error_message: job.errorMessage,
+    input_name: job.inputName,
+    rows: {
+      total,
+      processed: job.processedRows,
+      found: job.foundRows,
+      invalid: job.invalidRows,
+      duplicate: job.duplicateRows,
+      error: job.errorRows,
+    },
+    percent,
+    credits_used: job.creditsUsed,
+    outputs: { all: job.resultAllKey, found: job.resultFoundKey },
+    created_at: iso(job.createdAt)!,
+    started_at: iso(job.startedAt),
+    finished_at: iso(job.finishedAt),
+  };
+}
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.js';
+import { assembleJob } from './assemble-job.js';
+import type { EngineDeps } from './engine-deps.js';
+import { JOB_PHASES, JOB_STATUSES } from './job-states.js';
+import type { Lease } from './job-store.js';
+import { processChunk } from './process-chunk.js';
+import { splitJob } from './split-job.js';
+import { jobEndEvent } from './job-events.js';
+
+/** A chunk or phase that keeps failing on retryable errors pauses its job after this many tries. */
+export const MAX_ATTEMPTS = 8;
+
+export interface WorkerOptions {
+  concurrency: number;
+  /** Stops the loops (after their current batch) once this returns true. */
+  until?: () => boolean;
+}
+
+/**
+ * Takes work from the shared database: a job to split or assemble, else a chunk to process, each
+ * under a lease that a heartbeat renews. Any number of workers, in any number of processes, can run
+ * against one data dir; the leases keep them off each other's work.
+ */
+export class Worker {
+  readonly id = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly stopController = new AbortController();
+
+  constructor(private readonly deps: EngineDeps) {}
+
+  /** Finishes the batches in flight, releases leases and resolves when every loop has ended. */
+  stop(): void {
+    this.stopController.abort();
+  }
+
+  async run(options: WorkerOptions): Promise<void> {
+    const loops = Array.from({ length: options.concurrency }, () => this.loop(options.until ?? (() => false)));
+    await Promise.all(loops);
+  }
+
+  private async loop(until: () => boolean): Promise<void> {
+    const stop = this.stopController.signal;
+    while (!stop.aborted && !until()) {
+      const worked = await this.tick();
+      if (!worked && !stop.aborted && !until()) await sleep(this.deps.limits.pollMs, undefined, { signal: stop }).catch(() => undefined);
+    }
+  }
+
+  /** Does one unit of work if there is one; false when there was nothing to do. */
+  async tick(): Promise<boolean> {
+    const { jobs, clock } = this.deps;
+    const leaseMs = this.deps.limits.leaseSeconds * 1000;
+    const phase = jobs.acquireJobPhase(this.id, clock.now(), leaseMs);
+    if (phase) {
+      const { job, lease } = phase;
+      await this.leased(
+        job.id,
+        (expires) => jobs.renewJobLease(job.id, lease, expires),
+        () => jobs.releaseJobLease(job.id, lease),
+        async (signal) => {
+          if (job.phase === JOB_PHASES.split) await splitJob(this.deps, job, lease, signal);
+          else await assembleJob(this.deps, job, lease, signal);
+        },
+        lease,
+        job.attempts,
+      );
+      return true;
+    }
+    const taken = jobs.acquireChunk(this.id, clock.now(), leaseMs);
+    if (taken) {
+      const { chunk, lease } = taken;
+      await this.leased(
+        chunk.jobId,
+        (expires) => jobs.renewChunkLease(chunk.jobId, chunk.chunkIndex, lease, expires),
+        () => jobs.releaseChunkLease(chunk.jobId, chunk.chunkIndex, lease),
+        async (signal) => {
+          await processChunk(this.deps, chunk, lease, signal, this.stopController.signal);
+        },
+        lease,
+        chunk.attempts,
+      );
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Runs leased work with a heartbeat. Losing the lease aborts the work (its commits are fenced
+   * anyway). A retryable failure leaves the lease to run out, which is the backoff; after
+   * MAX_ATTEMPTS the job pauses with the error's code. Any other failure fails the job.
+   */
+  private async leased(
+    jobId: string,
+    renew: (expiresAt: number) => boolean,
+    release: () => void,
+    work: (signal: AbortSignal) => Promise<void>,
+    lease: Lease,
+    attempts: number,
+  ): Promise<void> {
+    const { clock, log } = this.deps;
+    const leaseMs = this.deps.limits.leaseSeconds * 1000;
+    const controller = new AbortController();
+    const heartbeat = setInterval(() => {
+      if (!renew(clock.now() + leaseMs)) controller.abort(new AppError(ERROR_CODES.leaseLost, 'lease lost'));
+    }, Math.max(100, leaseMs / 3));
+    try {
+      await work(controller.signal);
+      release();
+    } catch (e: unknown) {
+      const error = toAppError(controller.signal.aborted && isAppError(controller.signal.reason) ? controller.signal.reason : e);
+      if (error.code === ERROR_CODES.leaseLost) {
+        log.warn({ jobId, epoch: lease.epoch }, 'lease lost; another worker has the work');
+      } else if (error.retryable && attempts < MAX_ATTEMPTS) {
+        const backoff = Math.min(60_000, 500 * 2 ** attempts);
+        renew(clock.now() + backoff);
+        log.warn({ jobId, err: error, attempts, backoffMs: backoff }, 'retryable failure; will try again');
+      } else {
+        release();
+        this.endJob(jobId, error);
+      }
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  private endJob(jobId: string, error: AppError): void {
+    const { jobs, clock, billing, log } = this.deps;
+    const job = jobs.get(jobId);
+    if (!job || job.status !== JOB_STATUSES.running) return;
+    const now = clock.now();
+    if (error.retryable) {
+      jobs.transition(jobId, JOB_STATUSES.paused, { reason: error.code, message: error.message, now });
+      log.warn({ jobId, err: error }, 'job paused after repeated failures');
+    } else {
+      const reason = isInputError(error) ? error.code : ERROR_CODES.internal;
+      const ended = { ...job, status: JOB_STATUSES.failed, reason, errorMessage: error.message, finishedAt: now };
+      jobs.transition(jobId, JOB_STATUSES.failed, { reason, message: error.message, now, event: jobEndEvent(ended, now) });
+      log.error({ jobId, err: error }, 'job failed');
+    }
+    billing.releaseJobReservations(jobId);
+  }
+}
+
+/** Failures that describe the caller's file rather than a fault of ours. */
+function isInputError(error: AppError): boolean {
+  return INPUT_ERRORS.has(error.code);
+}
+
+const INPUT_ERRORS: ReadonlySet<string> = new Set([
+  ERROR_CODES.invalidUtf8,
+  ERROR_CODES.binaryFile,
+  ERROR_CODES.compressedFile,
+  ERROR_CODES.emptyFile,
+  ERROR_CODES.noRows,
+  ERROR_CODES.noKeyColumn,
+  ERROR_CODES.columnNotFound,
+  ERROR_CODES.lineTooLong,
+  ERROR_CODES.tooManyRows,
+  ERROR_CODES.unknownJobType,
+]);

@@ -1,0 +1,16 @@
+/**
+ * A lookup service seen by the engine: it takes a batch of normalised keys and answers each one.
+ * It never throws for a single key's failure; it says per key whether trying again could help.
+ */
+export interface LookupProvider<R = unknown> {
+  readonly kind: string;
+  /** Provider name for limits and logs, e.g. `embedded-gender`. */
+  readonly name: string;
+  /** Largest batch one call accepts; the engine cuts misses to this size. */
+  readonly maxBatch: number;
+  lookup(keys: readonly string[], signal?: AbortSignal): Promise<LookupOutcome<R>[]>;
+}
+
+export type LookupOutcome<R> =
+  | { ok: true; result: R }
+  | { ok: false; retryable: boolean; code: string; message: string };

@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+import { accountsCommand, ACCOUNTS_USAGE } from '../cli/accounts-command.js';
+import type { CliIo } from '../cli/cli-io.js';
+import { demoCommand, DEMO_USAGE } from '../cli/demo-command.js';
+import { jobsCommand, JOBS_USAGE } from '../cli/jobs-command.js';
+import { runCommand, RUN_USAGE } from '../cli/run-command.js';
+import { workerCommand, WORKER_USAGE } from '../cli/worker-command.js';
+import { loadConfig } from '../config/load-config.js';
+import { isAppError, toAppError } from '../shared/errors.js';
+import { createLogger } from '../shared/logger.js';
+import { openEngine, type Engine } from './open-engine.js';
+
+const USAGE = `Sluice: bulk-enrichment jobs with honest billing and resumable progress.
+
+usage:
+  ${RUN_USAGE}
+  ${WORKER_USAGE}
+  ${JOBS_USAGE.join('\n  ')}
+  ${ACCOUNTS_USAGE.join('\n  ')}
+  ${DEMO_USAGE}
+
+Settings come from SLUICE_* environment variables (see README.md).
+`;
+
+type Command = (engine: Engine, args: string[], io: CliIo) => Promise<number>;
+
+const COMMANDS: Record<string, Command> = {
+  run: runCommand,
+  worker: workerCommand,
+  jobs: jobsCommand,
+  accounts: accountsCommand,
+};
+
+// Sluice supports Node 20.18+ on purpose; the SDK's notice about its own future Node 22 floor
+// would otherwise open every command's output. An operator can still turn it back on.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+async function main(argv: string[]): Promise<number> {
+  const io: CliIo = { stdout: process.stdout, stderr: process.stderr };
+  const [name, ...args] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    io.stdout.write(USAGE);
+    return name === undefined ? 2 : 0;
+  }
+  if (name === 'demo') return demoCommand(args, io);
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr.write(`unknown command "${name}"\n\n${USAGE}`);
+    return 2;
+  }
+  const config = loadConfig(process.env);
+  const log = createLogger(config.logLevel);
+  const engine = await openEngine(config, log);
+  try {
+    return await command(engine, args, io);
+  } finally {
+    await engine.close();
+    log.flush();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    const error = toAppError(e);
+    process.stderr.write(`sluice: ${error.message}${isAppError(e) ? ` (${error.code})` : ''}\n`);
+    if (!isAppError(e)) process.stderr.write(`${e instanceof Error ? e.stack : ''}\n`);
+    process.exitCode = error.code === 'bad_argument' || error.code === 'bad_config' ? 2 : 1;
+  },
+);

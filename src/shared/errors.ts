@@ -1,0 +1,95 @@
+/**
+ * One error type for the whole engine. Callers match on `code`, never on message text, and the
+ * retry policy travels with the error so that a worker can tell a blip from a dead end.
+ */
+export const ERROR_CODES = {
+  // input files
+  invalidUtf8: 'invalid_utf8',
+  binaryFile: 'binary_file',
+  compressedFile: 'compressed_file',
+  emptyFile: 'empty_file',
+  noRows: 'no_rows',
+  noKeyColumn: 'no_key_column',
+  columnNotFound: 'column_not_found',
+  lineTooLong: 'line_too_long',
+  tooManyRows: 'too_many_rows',
+  // rows (data, not exceptions: they land in the error column)
+  emptyValue: 'empty_value',
+  invalidEmail: 'invalid_email',
+  lookupFailed: 'lookup_failed',
+  // engine
+  leaseLost: 'lease_lost',
+  jobNotFound: 'job_not_found',
+  accountNotFound: 'account_not_found',
+  invalidState: 'invalid_state',
+  insufficientCredits: 'insufficient_credits',
+  unknownJobType: 'unknown_job_type',
+  storageUnavailable: 'storage_unavailable',
+  objectNotFound: 'object_not_found',
+  badConfig: 'bad_config',
+  badArgument: 'bad_argument',
+  internal: 'internal',
+} as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
+
+export interface AppErrorOptions {
+  statusCode?: number;
+  retryable?: boolean;
+  cause?: unknown;
+  details?: Record<string, unknown>;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly statusCode: number | undefined;
+  readonly retryable: boolean;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.statusCode = options.statusCode;
+    this.retryable = options.retryable ?? false;
+    this.details = options.details;
+  }
+}
+
+export function isAppError(e: unknown, code?: ErrorCode): e is AppError {
+  return e instanceof AppError && (code === undefined || e.code === code);
+}
+
+/** Network-level failures that are worth another try: the peer may simply be restarting. */
+const RETRYABLE_SYSTEM_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** Every `catch (e: unknown)` at a boundary goes through here, so `cause` is never dropped. */
+export function toAppError(e: unknown, fallback: ErrorCode = ERROR_CODES.internal): AppError {
+  if (e instanceof AppError) return e;
+  const systemCode = systemCodeOf(e);
+  const message = e instanceof Error ? e.message : String(e);
+  return new AppError(fallback, message, {
+    cause: e,
+    retryable: systemCode !== undefined && RETRYABLE_SYSTEM_CODES.has(systemCode),
+  });
+}
+
+export function systemCodeOf(e: unknown): string | undefined {
+  let current: unknown = e;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    current = current.cause;
+  }
+  return undefined;
+}

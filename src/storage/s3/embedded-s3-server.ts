@@ -1,0 +1,278 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import S3rver from 's3rver';
+import s3rverAccounts from 's3rver/lib/models/account.js';
+import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import type { ObjectStore } from './object-store.js';
+import { accessDeniedXml, checkPresigned, hasQueryAuth } from './presign-check.js';
+
+export interface EmbeddedS3Options {
+  dataDir: string;
+  /** Used only the first time a data dir gets a server (0: any free port); then the recorded port wins. */
+  port: number;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  region: string;
+  log?: Logger;
+}
+
+export interface EmbeddedS3 {
+  readonly endpoint: string;
+  /** True while this process runs the server that every process on the data dir talks to. */
+  readonly hosting: boolean;
+  /** After a refused connection: use whoever answers on the recorded port, or host there ourselves. */
+  reconnect(): Promise<void>;
+  /** Stops the server if this process hosts it; the others take over on their next failed call. */
+  close(): Promise<void>;
+}
+
+/** Bucket names cannot hold `_`, so this path never shadows an S3 request. */
+const HEALTH_PATH = '/_sluice/embedded-s3';
+const PROBE_TIMEOUT_MS = 2_000;
+/** Requests in flight for other processes get this long to finish when the host stops. */
+const CLOSE_GRACE_MS = 2_000;
+const CLAIM_ATTEMPTS = 10;
+
+/**
+ * Finds or starts the one embedded S3 server of a data dir. The port is chosen once and recorded in
+ * `<dataDir>/s3/port`, so that endpoints and presigned URLs stay valid whichever process hosts.
+ */
+export async function ensureEmbeddedS3(options: EmbeddedS3Options): Promise<EmbeddedS3> {
+  const s3Dir = path.join(options.dataDir, 's3');
+  await fs.mkdir(path.join(s3Dir, 'buckets'), { recursive: true });
+  // Another data dir's server may later sit on a port this one recorded; the identity tells them apart.
+  const identity = createHash('sha256').update(await fs.realpath(s3Dir)).digest('hex').slice(0, 32);
+  s3rverAccounts.DUMMY_ACCOUNT.createKeyPair(options.accessKeyId, options.secretAccessKey);
+  const embedded = new EmbeddedS3Server(options, s3Dir, identity);
+  await embedded.start();
+  return embedded;
+}
+
+class EmbeddedS3Server implements EmbeddedS3 {
+  private port = 0;
+  private server: http.Server | undefined;
+  private s3rver: S3rver | undefined;
+  private reconnecting: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly options: EmbeddedS3Options,
+    private readonly s3Dir: string,
+    private readonly identity: string,
+  ) {}
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get hosting(): boolean {
+    return this.server !== undefined;
+  }
+
+  async start(): Promise<void> {
+    const claim = await this.claim();
+    this.port = claim.port;
+    this.server = claim.server;
+    this.options.log?.info({ port: this.port, hosting: this.hosting }, 'embedded S3 ready');
+  }
+
+  reconnect(): Promise<void> {
+    if (this.closed) return Promise.reject(new AppError(ERROR_CODES.storageUnavailable, 'embedded S3 handle is closed'));
+    if (this.server) return Promise.resolve();
+    // Every call that failed at once waits on the same claim instead of racing its own.
+    this.reconnecting ??= this.claim()
+      .then(async ({ port, server }) => {
+        if (port !== this.port) {
+          if (server) await stopServer(server);
+          throw new AppError(ERROR_CODES.storageUnavailable, `${this.portFile} changed from ${this.port} to ${port}; restart this process`);
+        }
+        this.server = server;
+        if (server) this.options.log?.info({ port }, 'embedded S3 server taken over');
+      })
+      .finally(() => {
+        this.reconnecting = undefined;
+      });
+    return this.reconnecting;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const server = this.server;
+    this.server = undefined;
+    if (server) await stopServer(server);
+  }
+
+  private get portFile(): string {
+    return path.join(this.s3Dir, 'port');
+  }
+
+  private async claim(): Promise<{ port: number; server?: http.Server }> {
+    for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
+      const recorded = await readRecordedPort(this.portFile);
+      if (recorded === undefined) {
+        const server = await this.createServer();
+        const port = await listenOrBusy(server, this.options.port);
+        if (port === undefined) {
+          await delay(20 * attempt);
+          continue;
+        }
+        try {
+          await fs.writeFile(this.portFile, `${port}\n`, { flag: 'wx' });
+          return { port, server };
+        } catch (e: unknown) {
+          await stopServer(server);
+          if (systemCodeOf(e) !== 'EEXIST') throw e;
+          continue;
+        }
+      }
+      if (this.options.port !== 0 && this.options.port !== recorded) {
+        this.options.log?.warn({ configured: this.options.port, recorded }, 'embedded S3 keeps the port recorded in the data dir');
+      }
+      const answer = await probe(recorded, this.identity);
+      if (answer === 'ours') return { port: recorded };
+      if (answer === 'foreign') {
+        throw new AppError(ERROR_CODES.storageUnavailable, `port ${recorded} recorded in ${this.portFile} is held by another program`, {
+          retryable: true,
+        });
+      }
+      const server = await this.createServer();
+      if ((await listenOrBusy(server, recorded)) !== undefined) return { port: recorded, server };
+      // Busy: another process took the port between our probe and our listen; probe it next round.
+      await delay(20 * attempt);
+    }
+    throw new AppError(ERROR_CODES.storageUnavailable, `could not find or start the embedded S3 server of ${this.s3Dir}`, { retryable: true });
+  }
+
+  private async createServer(): Promise<http.Server> {
+    if (!this.s3rver) {
+      this.s3rver = new S3rver({
+        directory: path.join(this.s3Dir, 'buckets'),
+        silent: true,
+        configureBuckets: [{ name: this.options.bucket }],
+      });
+      await this.s3rver.configureBuckets();
+    }
+    return http.createServer(frontHandler(this.s3rver.callback(), this.options, this.identity));
+  }
+}
+
+/**
+ * s3rver verifies neither SigV4 signatures nor, for anonymous requests, anything at all; this
+ * refuses what real S3 with a private bucket would refuse before handing the request on.
+ */
+function frontHandler(s3: http.RequestListener, credentials: EmbeddedS3Options, identity: string): http.RequestListener {
+  return (req, res) => {
+    const url = req.url ?? '/';
+    if (url === HEALTH_PATH) {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(identity);
+      return;
+    }
+    let denial: string | undefined;
+    if (hasQueryAuth(url)) {
+      const { accessKeyId, secretAccessKey } = credentials;
+      const verdict = checkPresigned({ method: req.method ?? 'GET', url, headers: req.headers, now: Date.now(), accessKeyId, secretAccessKey });
+      if (!verdict.ok) denial = verdict.message;
+    } else if (req.headers.authorization === undefined && !/[?&]Signature=/.test(url)) {
+      denial = 'Access Denied';
+    }
+    if (denial === undefined) {
+      s3(req, res);
+      return;
+    }
+    const body = accessDeniedXml(denial);
+    res.writeHead(403, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) }).end(body);
+  };
+}
+
+type ProbeAnswer = 'ours' | 'foreign' | 'nobody';
+
+async function probe(port: number, identity: string): Promise<ProbeAnswer> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}${HEALTH_PATH}`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    return res.ok && (await res.text()) === identity ? 'ours' : 'foreign';
+  } catch (e: unknown) {
+    const code = systemCodeOf(e);
+    if (code === 'ECONNREFUSED' || code === 'ECONNRESET') return 'nobody';
+    throw new AppError(ERROR_CODES.storageUnavailable, `embedded S3 on port ${port} does not answer`, { cause: e, retryable: true });
+  }
+}
+
+/** The bound port, or undefined when the port is taken. */
+function listenOrBusy(server: http.Server, port: number): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const onError = (e: Error): void => (systemCodeOf(e) === 'EADDRINUSE' ? resolve(undefined) : reject(e));
+    server.once('error', onError);
+    server.listen({ host: '127.0.0.1', port }, () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+async function readRecordedPort(file: string): Promise<number | undefined> {
+  for (let attempt = 0; ; attempt++) {
+    let text: string;
+    try {
+      text = (await fs.readFile(file, 'utf8')).trim();
+    } catch (e: unknown) {
+      if (systemCodeOf(e) === 'ENOENT') return undefined;
+      throw e;
+    }
+    const port = Number(text);
+    if (/^\d+$/.test(text) && port > 0 && port < 65_536) return port;
+    // The winner of the `wx` race creates the file before it writes the digits.
+    if (attempt >= 20) throw new AppError(ERROR_CODES.badConfig, `${file} holds no port number; delete it to pick a new port`);
+    await delay(25);
+  }
+}
+
+async function stopServer(server: http.Server): Promise<void> {
+  if (!server.listening) return;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const force = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+  await closed;
+  clearTimeout(force);
+}
+
+/**
+ * Retries a call once after `reconnect()` when the embedded server's host went away. Only failures
+ * to connect are retried; a stream that breaks half-way is the caller's to restart.
+ */
+export function withFailover(store: ObjectStore, reconnect: () => Promise<void>): ObjectStore {
+  const once = async <T>(call: () => Promise<T>, canRetry: () => boolean = () => true): Promise<T> => {
+    try {
+      return await call();
+    } catch (e: unknown) {
+      if (!isConnectionLost(e) || !canRetry()) throw e;
+      await reconnect();
+      return call();
+    }
+  };
+  return {
+    async putStream(key, body, options) {
+      // The uploader reads a whole part before its first request, so a dead host would only show
+      // once the body is spent; the ping finds it while a retry is still possible.
+      await once(() => store.ping());
+      return once(() => store.putStream(key, body, options), () => !body.readableDidRead);
+    },
+    putBytes: (key, body, options) => once(() => store.putBytes(key, body, options)),
+    getStream: (key, range, signal) => once(() => store.getStream(key, range, signal)),
+    getBytes: (key, signal) => once(() => store.getBytes(key, signal)),
+    head: (key) => once(() => store.head(key)),
+    delete: (key) => once(() => store.delete(key)),
+    presignGet: (key, options) => store.presignGet(key, options),
+    ping: () => once(() => store.ping()),
+  };
+}
+
+function isConnectionLost(e: unknown): boolean {
+  const code = systemCodeOf(isAppError(e) ? e.cause : e);
+  return code === 'ECONNREFUSED' || code === 'ECONNRESET';
+}

@@ -1,0 +1,56 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+
+export type Db = Database.Database;
+
+export interface OpenDatabaseOptions {
+  synchronous: 'NORMAL' | 'FULL';
+  busyTimeoutMs: number;
+}
+
+/**
+ * Opens (creating if needed) the one SQLite file that every process on a data dir shares.
+ * WAL lets readers run beside the single writer; `busy_timeout` makes a writer wait for another
+ * process's transaction instead of failing with SQLITE_BUSY at once.
+ */
+export function openDatabase(file: string, options: OpenDatabaseOptions): Db {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file, { timeout: options.busyTimeoutMs });
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${options.synchronous}`);
+  db.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
+  db.pragma('foreign_keys = ON');
+  migrate(db);
+  return db;
+}
+
+const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+
+/** Applies numbered `NNN-name.sql` files once each, in order, each in its own transaction. */
+export function migrate(db: Db, dir = migrationsDir()): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => /^\d{3}-[\w-]+\.sql$/.test(f))
+    .sort();
+  const applied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?');
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  for (const file of files) {
+    const version = Number(file.slice(0, 3));
+    // IMMEDIATE: two processes starting together must not both apply the same migration.
+    db.transaction(() => {
+      if (applied.get(version)) return;
+      db.exec(fs.readFileSync(path.join(dir, file), 'utf8'));
+      record.run(version, file, Date.now());
+    }).immediate();
+  }
+}
+
+/** tsc does not copy .sql files: from dist/ the migrations are read from the source tree. */
+function migrationsDir(): string {
+  if (fs.existsSync(MIGRATIONS_DIR)) return MIGRATIONS_DIR;
+  const fromDist = MIGRATIONS_DIR.replace(`${path.sep}dist${path.sep}`, path.sep);
+  return fromDist;
+}

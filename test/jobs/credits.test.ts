@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runJob } from '../../src/cli/run-command.js';
+import { Worker } from '../../src/jobs/worker.js';
+import { writeGenderCsv } from '../support/csv-fixture.js';
+import { openTestEngine, tempDir, type TestEngine } from '../support/test-engine.js';
+
+const engines: TestEngine[] = [];
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+});
+async function engine(env: Record<string, string> = {}): Promise<TestEngine> {
+  const e = await openTestEngine(env);
+  engines.push(e);
+  return e;
+}
+
+describe('when the balance runs out', () => {
+  it('the job pauses with insufficient_credits, and after a top-up and resume its files equal those of a job that never paused', async () => {
+    const dir = tempDir();
+    const input = await writeGenderCsv(dir, 'in.csv', { rows: 2500, seed: 21 });
+
+    const plenty = await engine();
+    const rich = plenty.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+    const never = await runJob(plenty, { file: input, type: 'gender', accountId: rich.id, outDir: path.join(dir, 'never') });
+    const needed = never.summary.credits_used;
+    expect(needed).toBeGreaterThan(600);
+
+    const tight = await engine();
+    const poor = tight.deps.billing.createAccount({ credits: 500, now: Date.now() });
+    const paused = await runJob(tight, { file: input, type: 'gender', accountId: poor.id });
+    expect(paused.summary).toMatchObject({ status: 'paused', reason: 'insufficient_credits', credits_used: 500 });
+    expect(tight.deps.billing.requireAccount(poor.id).credits).toBe(0);
+    expect(tight.deps.billing.available(poor.id)).toBe(0);
+
+    tight.deps.billing.addCredits(poor.id, 10_000, 'topup', Date.now());
+    tight.jobService.resume(paused.summary.id);
+    const worker = new Worker(tight.deps);
+    await worker.run({ concurrency: 2, until: () => tight.deps.jobs.status(paused.summary.id) !== 'running' });
+
+    const done = tight.jobService.get(paused.summary.id);
+    expect(done.status).toBe('completed');
+    expect(done.creditsUsed).toBe(needed);
+    for (const filter of ['all', 'found'] as const) {
+      const actual = await text(await tight.jobService.openResult(done.id, filter));
+      expect(actual).toBe(fs.readFileSync(never.files[filter]!, 'utf8'));
+    }
+    expect(tight.deps.billing.requireAccount(poor.id).credits).toBe(10_500 - needed);
+  });
+
+  it('two jobs of one account at once never take the balance below 0 and charge each address once', async () => {
+    const dir = tempDir();
+    // Two files that share half their addresses, so both jobs compete for the same keys too.
+    const a = await writeGenderCsv(dir, 'a.csv', { rows: 1500, seed: 31, pool: 2000, duplicateShare: 0, invalidShare: 0 });
+    const b = await writeGenderCsv(dir, 'b.csv', { rows: 1500, seed: 32, pool: 2000, duplicateShare: 0, invalidShare: 0 });
+    const e = await engine({ SLUICE_WORKER_CONCURRENCY: '4' });
+    const account = e.deps.billing.createAccount({ credits: 900, now: Date.now() });
+
+    const [ra, rb] = await Promise.all([
+      runJob(e, { file: a, type: 'gender', accountId: account.id }),
+      runJob(e, { file: b, type: 'gender', accountId: account.id }),
+    ]);
+
+    expect(e.deps.billing.requireAccount(account.id).credits).toBe(0);
+    const charges = e.deps.billing.ledger(account.id).filter((l) => l.reason === 'charge');
+    expect(charges).toHaveLength(900);
+    expect(new Set(charges.map((c) => c.lookupKey)).size).toBe(900);
+    expect(ra.summary.credits_used + rb.summary.credits_used).toBe(900);
+    expect([ra.summary.status, rb.summary.status]).toContain('paused');
+    expect(e.deps.billing.available(account.id)).toBe(0);
+  });
+});
+
+async function text(stream: NodeJS.ReadableStream): Promise<string> {
+  let out = '';
+  for await (const part of stream) out += part.toString();
+  return out;
+}

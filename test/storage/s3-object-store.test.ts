@@ -1,0 +1,244 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/shared/clock.js';
+import { AppError, ERROR_CODES } from '../../src/shared/errors.js';
+import { ensureEmbeddedS3, type EmbeddedS3 } from '../../src/storage/s3/embedded-s3-server.js';
+import { MemoryObjectStore } from '../../src/storage/s3/memory-object-store.js';
+import type { ObjectStore } from '../../src/storage/s3/object-store.js';
+import { S3ObjectStore, type S3ObjectStoreSettings } from '../../src/storage/s3/s3-object-store.js';
+
+const MiB = 1024 * 1024;
+const credentials = { accessKeyId: 'test-key', secretAccessKey: 'test-secret' };
+
+let dataDir: string;
+let embedded: EmbeddedS3;
+let settings: S3ObjectStoreSettings;
+let store: S3ObjectStore;
+const extraStores: S3ObjectStore[] = [];
+
+beforeEach(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-'));
+  embedded = await ensureEmbeddedS3({ dataDir, port: 0, bucket: 'sluice', region: 'us-east-1', ...credentials });
+  settings = { endpoint: embedded.endpoint, region: 'us-east-1', bucket: 'sluice', forcePathStyle: true, ...credentials };
+  store = new S3ObjectStore(settings);
+});
+
+afterEach(async () => {
+  for (const s of [store, ...extraStores.splice(0)]) s.destroy();
+  await embedded.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** A deterministic byte at every offset, so that any slice can be checked without keeping the whole. */
+function byteAt(offset: number): number {
+  return (offset * 31 + (offset >>> 13)) & 0xff;
+}
+
+function expectedSlice(start: number, end: number): Buffer {
+  const out = Buffer.alloc(end - start + 1);
+  for (let i = 0; i < out.length; i++) out[i] = byteAt(start + i);
+  return out;
+}
+
+/** A stream with no known length, as an upload arriving over HTTP would be. */
+function generated(size: number, chunkSize = 64 * 1024): { body: Readable; sha256: () => string } {
+  const hash = createHash('sha256');
+  async function* chunks(): AsyncGenerator<Buffer> {
+    for (let at = 0; at < size; at += chunkSize) {
+      const chunk = expectedSlice(at, Math.min(at + chunkSize, size) - 1);
+      hash.update(chunk);
+      yield chunk;
+    }
+  }
+  return { body: Readable.from(chunks(), { objectMode: false }), sha256: () => hash.digest('hex') };
+}
+
+async function sha256Of(stream: Readable): Promise<{ hex: string; size: number }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of stream) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { hex: hash.digest('hex'), size };
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+describe('S3ObjectStore against the embedded server', () => {
+  it('uploads a 12 MiB stream of unknown length in parts and reads it back whole and by range', async () => {
+    const size = 12 * MiB + 123;
+    const source = generated(size);
+    const progress: number[] = [];
+
+    const put = await store.putStream('inputs/big.bin', source.body, { contentType: 'application/octet-stream', onProgress: (n) => progress.push(n) });
+
+    expect(put).toEqual({ key: 'inputs/big.bin', size });
+    expect(progress.length).toBeGreaterThanOrEqual(3); // one report per 5 MiB part: it really was multipart
+    expect(Math.max(...progress)).toBe(size);
+    expect(await store.head('inputs/big.bin')).toEqual({ size });
+    expect(await sha256Of(await store.getStream('inputs/big.bin'))).toEqual({ hex: source.sha256(), size });
+
+    const start = 5 * MiB - 7;
+    const end = 5 * MiB + 9;
+    expect(await readAll(await store.getStream('inputs/big.bin', { start, end }))).toEqual(expectedSlice(start, end));
+    expect(await readAll(await store.getStream('inputs/big.bin', { start: size - 5 }))).toEqual(expectedSlice(size - 5, size - 1));
+  });
+
+  it('stores a small stream and an empty one', async () => {
+    expect(await store.putStream('small.csv', Readable.from(['email\n', 'a@b.c\n']))).toEqual({ key: 'small.csv', size: 12 });
+    expect((await store.getBytes('small.csv')).toString()).toBe('email\na@b.c\n');
+    expect(await store.putStream('empty.csv', Readable.from([]))).toEqual({ key: 'empty.csv', size: 0 });
+    expect(await store.head('empty.csv')).toEqual({ size: 0 });
+  });
+
+  it('when the source stream fails mid-way, the upload rejects with that error and leaves no object', async () => {
+    async function* tooLong(): AsyncGenerator<Buffer> {
+      yield Buffer.alloc(6 * MiB, 1);
+      throw new AppError(ERROR_CODES.tooManyRows, 'more than 10 rows');
+    }
+    await expect(store.putStream('inputs/bad.csv', Readable.from(tooLong()))).rejects.toMatchObject({ code: ERROR_CODES.tooManyRows });
+    expect(await store.head('inputs/bad.csv')).toBeUndefined();
+  });
+
+  it('an aborted upload rejects with the signal’s reason', async () => {
+    const controller = new AbortController();
+    const stop = new Error('stopped by test');
+    async function* slow(): AsyncGenerator<Buffer> {
+      yield Buffer.alloc(MiB);
+      controller.abort(stop);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      yield Buffer.alloc(MiB);
+    }
+    await expect(store.putStream('inputs/aborted.bin', Readable.from(slow()), { signal: controller.signal })).rejects.toBe(stop);
+  });
+
+  it('a presigned URL downloads the bytes with plain fetch and names the file', async () => {
+    await store.putBytes('results/all.csv', 'email,gender\na@b.c,female\n');
+    const before = Date.now();
+    const { url, expiresAt } = await store.presignGet('results/all.csv', { expiresInSeconds: 600, downloadName: 'résultats "all".csv' });
+
+    const res = await fetch(url);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('email,gender\na@b.c,female\n');
+    expect(res.headers.get('content-disposition')).toBe(
+      `attachment; filename="r_sultats _all_.csv"; filename*=UTF-8''r%C3%A9sultats%20%22all%22.csv`,
+    );
+    expect(expiresAt.getTime()).toBeGreaterThan(before + 598_000);
+    expect(expiresAt.getTime()).toBeLessThanOrEqual(Date.now() + 600_000);
+  });
+
+  it('an expired presigned URL is refused with 403', async () => {
+    await store.putBytes('results/old.csv', 'x');
+    const clock = new FakeClock(Date.now() - 10 * 60_000);
+    const past = new S3ObjectStore(settings, { clock });
+    extraStores.push(past);
+    const { url, expiresAt } = await past.presignGet('results/old.csv', { expiresInSeconds: 60 });
+    expect(expiresAt.getTime()).toBeLessThan(Date.now());
+
+    const res = await fetch(url);
+    expect(res.status).toBe(403);
+    const body = await res.text();
+    expect(body).toContain('<Code>AccessDenied</Code>');
+    expect(body).toContain('Request has expired');
+  });
+
+  it('a presigned URL with another key or an edited signature is refused with 403', async () => {
+    await store.putBytes('results/mine.csv', 'mine');
+    await store.putBytes('results/theirs.csv', 'theirs');
+    const { url } = await store.presignGet('results/mine.csv', { expiresInSeconds: 600 });
+    const otherKey = url.replace('/results/mine.csv?', '/results/theirs.csv?');
+    const otherSignature = url.replace(/X-Amz-Signature=([0-9a-f])/, (_, d: string) => `X-Amz-Signature=${d === 'a' ? 'b' : 'a'}`);
+    expect(otherKey).not.toBe(url);
+    expect(otherSignature).not.toBe(url);
+
+    for (const tampered of [otherKey, otherSignature]) {
+      const res = await fetch(tampered);
+      expect(res.status).toBe(403);
+      expect(await res.text()).toMatch(/<Code>AccessDenied<\/Code><Message>The request signature we calculated does not match/);
+    }
+  });
+
+  it('a request with no signature at all is refused, as a private S3 bucket would', async () => {
+    await store.putBytes('results/private.csv', 'secret');
+    const res = await fetch(`${embedded.endpoint}/sluice/results/private.csv`);
+    expect(res.status).toBe(403);
+  });
+
+  it('ensureBucket creates a missing bucket and is idempotent', async () => {
+    const other = new S3ObjectStore({ ...settings, bucket: 'other-bucket' });
+    extraStores.push(other);
+    await expect(other.ping()).rejects.toBeInstanceOf(AppError);
+    await other.ensureBucket();
+    await other.ensureBucket();
+    await other.putBytes('a.txt', 'a');
+    expect(await other.head('a.txt')).toEqual({ size: 1 });
+  });
+
+  it('when nothing listens at the endpoint, calls reject with a retryable storage_unavailable', async () => {
+    const closedPort = await freePort();
+    const dead = new S3ObjectStore({ ...settings, endpoint: `http://127.0.0.1:${closedPort}` });
+    extraStores.push(dead);
+    const error = await dead.ping().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: ERROR_CODES.storageUnavailable, retryable: true });
+  });
+});
+
+// The same cases against the fake, so that unit tests built on it meet the real store's behaviour.
+describe.each([
+  { name: 'S3ObjectStore', make: (): ObjectStore => store },
+  { name: 'MemoryObjectStore', make: (): ObjectStore => new MemoryObjectStore() },
+])('$name contract', ({ make }) => {
+  it('round-trips bytes and strings, and deletes', async () => {
+    const s = make();
+    await s.putBytes('parts/0.csv', 'héllo\n', { contentType: 'text/csv' });
+    await s.putBytes('parts/1.bin', new Uint8Array([0, 255, 7]));
+    expect((await s.getBytes('parts/0.csv')).toString('utf8')).toBe('héllo\n');
+    expect([...(await s.getBytes('parts/1.bin'))]).toEqual([0, 255, 7]);
+    expect(await s.head('parts/0.csv')).toEqual({ size: 7 });
+
+    await s.delete('parts/0.csv');
+    await s.delete('parts/never-there.csv');
+    expect(await s.head('parts/0.csv')).toBeUndefined();
+  });
+
+  it('a missing key: head is undefined, reads reject with object_not_found', async () => {
+    const s = make();
+    expect(await s.head('nope.csv')).toBeUndefined();
+    await expect(s.getBytes('nope.csv')).rejects.toMatchObject({ code: ERROR_CODES.objectNotFound, statusCode: 404 });
+    await expect(s.getStream('nope.csv')).rejects.toMatchObject({ code: ERROR_CODES.objectNotFound });
+  });
+
+  it('reads byte ranges as HTTP counts them, and refuses one past the end', async () => {
+    const s = make();
+    await s.putBytes('r.txt', '0123456789');
+    expect((await readAll(await s.getStream('r.txt', { start: 2, end: 4 }))).toString()).toBe('234');
+    expect((await readAll(await s.getStream('r.txt', { start: 7 }))).toString()).toBe('789');
+    expect((await readAll(await s.getStream('r.txt', { start: 8, end: 99 }))).toString()).toBe('89');
+    await expect(s.getStream('r.txt', { start: 10 })).rejects.toMatchObject({ code: ERROR_CODES.badArgument, statusCode: 416 });
+  });
+
+  it('presigns a URL that expires when it says', async () => {
+    const { url, expiresAt } = await make().presignGet('results/all.csv', { expiresInSeconds: 60, downloadName: 'all.csv' });
+    expect(url).toContain('all.csv');
+    expect(Math.abs(expiresAt.getTime() - (Date.now() + 60_000))).toBeLessThan(2_000);
+  });
+});
+
+async function freePort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

@@ -1,0 +1,41 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config/load-config.js';
+import { openEngine, type Engine } from '../../src/main/open-engine.js';
+import type { Clock } from '../../src/shared/clock.js';
+import { silentLogger } from '../../src/shared/logger.js';
+
+export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
+export const CLI = path.join(REPO_ROOT, 'dist/src/main/cli.js');
+
+export function tempDir(prefix = 'sluice-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** Small chunks and batches by default, so that a few thousand rows cross many checkpoints. */
+export const SMALL_JOBS = {
+  SLUICE_CHUNK_ROWS: '500',
+  SLUICE_BATCH_ROWS: '100',
+  SLUICE_POLL_MS: '20',
+  SLUICE_LOG_LEVEL: 'silent',
+};
+
+export interface TestEngine extends Engine {
+  dataDir: string;
+  env: Record<string, string>;
+}
+
+/** A real engine (SQLite file, embedded S3 over the AWS SDK) in its own temp data dir. */
+export async function openTestEngine(env: Record<string, string> = {}, clock?: Clock): Promise<TestEngine> {
+  const dataDir = env.SLUICE_DATA_DIR ?? tempDir();
+  const fullEnv = { ...SMALL_JOBS, ...env, SLUICE_DATA_DIR: dataDir };
+  const engine = await openEngine(loadConfig(fullEnv), silentLogger(), clock);
+  return Object.assign(engine, { dataDir, env: fullEnv });
+}
+
+export function writeFile(dir: string, name: string, content: string | Buffer): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, content);
+  return file;
+}
