@@ -40,8 +40,8 @@ describe('readCsvRows: rows', () => {
     ['quoted comma', '"a,b",c\n', [['a,b', 'c']]],
     ['doubled quotes', '"say ""hi""",x\n', [['say "hi"', 'x']]],
     ['quoted LF', '"line1\nline2",x\n', [['line1\nline2', 'x']]],
-    ['quoted CRLF reads as LF', '"line1\r\nline2",x\r\n', [['line1\nline2', 'x']]],
-    ['quoted lone CR reads as LF', '"line1\rline2",x\n', [['line1\nline2', 'x']]],
+    ['quoted CRLF is kept as data', '"line1\r\nline2",x\r\n', [['line1\r\nline2', 'x']]],
+    ['quoted lone CR is kept as data', '"line1\rline2",x\n', [['line1\rline2', 'x']]],
     ['empty quoted field', '"",x\n', [['', 'x']]],
     ['a quote inside an unquoted field is data', 'ab"c,d\n', [['ab"c', 'd']]],
     ['blank lines are skipped', 'a\n\n\r\nb\n\n', [['a'], ['b']]],
@@ -73,9 +73,8 @@ describe('readCsvRows: rows', () => {
     ['newlines', 'a,b,c\n1,2,3\n"Once upon \na time",5,6\n7,8,9\n', [
       ['a', 'b', 'c'], ['1', '2', '3'], ['Once upon \na time', '5', '6'], ['7', '8', '9'],
     ]],
-    // csv-spectrum expects the CRLF inside the quoted cell kept; line ends are unified to LF here.
     ['newlines_crlf', 'a,b,c\r\n1,2,3\r\n"Once upon \r\na time",5,6\r\n7,8,9\r\n', [
-      ['a', 'b', 'c'], ['1', '2', '3'], ['Once upon \na time', '5', '6'], ['7', '8', '9'],
+      ['a', 'b', 'c'], ['1', '2', '3'], ['Once upon \r\na time', '5', '6'], ['7', '8', '9'],
     ]],
     ['quotes_and_newlines', 'a,b\n1,"ha \n""ha"" \nha"\n3,4\n', [['a', 'b'], ['1', 'ha \n"ha" \nha'], ['3', '4']]],
     ['simple', 'a,b,c\n1,2,3\n', [['a', 'b', 'c'], ['1', '2', '3']]],
@@ -94,7 +93,7 @@ describe('readCsvRows: rows', () => {
     '"e@f.g" ,tail\n\n"h@i.j",""\r';
   const trickyRows = [
     ['email', 'note'],
-    ['a@b.c', 'x,"y"\nz'],
+    ['a@b.c', 'x,"y"\r\nz'],
     ['b@c.d', 'ünï😀'],
     ['c@d.e', '"q"'],
     ['e@f.g', 'tail'],
@@ -169,8 +168,8 @@ describe('readCsvRows: rejected files', () => {
     ['UTF-16 surrogate encoded in UTF-8', Buffer.from([0x61, 0x0a, 0xed, 0xa0, 0x80, 0x0a]), 'invalid_utf8'],
     ['truncated multi-byte char at EOF', Buffer.concat([Buffer.from('name\nJos'), Buffer.from([0xc3])]), 'invalid_utf8'],
     ['truncated 4-byte char at EOF', Buffer.concat([Buffer.from('a\n'), Buffer.from([0xf0, 0x9f, 0x98])]), 'invalid_utf8'],
-    ['unterminated quote at EOF', Buffer.from('email\n"a@b.c,x\nd@e.f\n'), 'line_too_long'],
-    ['stray quote inside a quoted field', Buffer.from('name,email\n"John" Smith,a@b.c\n"x",y\n'), 'line_too_long'],
+    ['unterminated quote at EOF', Buffer.from('email\n"a@b.c,x\nd@e.f\n'), 'malformed_csv'],
+    ['stray quote inside a quoted field', Buffer.from('name,email\n"John" Smith,a@b.c\n"x",y\n'), 'malformed_csv'],
   ];
   it.each(cases)('%s', async (_name, input, code) => {
     expect((await failure(read(input))).code).toBe(code);

@@ -4,7 +4,7 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
 export interface CsvReadOptions {
   /**
    * Longest record accepted, in UTF-8 bytes of its raw text: quotes, commas and its line break
-   * (one byte, as line ends are unified to LF) included. This guard is what bounds memory: an
+   * (one byte, as record ends are unified to LF) included. This guard is what bounds memory: an
    * unbalanced quote turns the rest of the file into one record, and without the guard that
    * record would be buffered whole.
    */
@@ -32,8 +32,8 @@ interface PapaStepResult {
  * binary, not UTF-8, has a record longer than `maxLineBytes`, or has broken quoting.
  *
  * - A leading UTF-8 BOM is dropped; every other byte must be strict UTF-8.
- * - CRLF, LF and lone CR all end a record, even mixed in one file. They are unified to LF before
- *   parsing, so a line break inside a quoted cell also reads back as LF: the engine never sees CR.
+ * - CRLF, LF and lone CR all end a record, even mixed in one file. Record ends are unified to LF
+ *   before parsing; line breaks inside quoted cells are data and come back exactly as written.
  * - Blank lines (a record of one empty or whitespace-only cell) are skipped; the caller sees
  *   `no_rows` for a file that holds nothing else.
  * - Malformed quoting is rejected, not kept. A quoted field that is never closed (papaparse's
@@ -159,6 +159,7 @@ class RecordBatcher {
   private pendingChars = 0;
   /** A CR ending one chunk may be the first half of a CRLF split across chunks. */
   private heldCr = false;
+  private inQuotes = false;
   private input = '';
   private rows: string[][] = [];
   private recordEnd = 0;
@@ -179,7 +180,7 @@ class RecordBatcher {
       text = text.slice(0, -1);
       this.heldCr = true;
     }
-    if (text.indexOf('\r') !== -1) text = text.replace(/\r\n?/g, '\n');
+    text = this.unifyLineEnds(text);
     for (let at = 0; at < text.length; at += this.batchChars) {
       const piece = text.length <= this.batchChars ? text : text.slice(at, at + this.batchChars);
       this.pending.push(piece);
@@ -190,6 +191,30 @@ class RecordBatcher {
         if (rows.length > 0) yield rows;
       }
     }
+  }
+
+  /**
+   * Turns CRLF and lone CR into LF where they end a record, and only there: a line break inside a
+   * quoted cell is data and must come back byte for byte. In well-formed CSV every `"` flips the
+   * in-quotes state (`""` flips it twice), so one flag carried across chunks is enough.
+   */
+  private unifyLineEnds(text: string): string {
+    if (text.indexOf('\r') === -1) {
+      for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) this.inQuotes = !this.inQuotes;
+      return text;
+    }
+    let out = '';
+    let from = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 34) this.inQuotes = !this.inQuotes;
+      else if (c === 13 && !this.inQuotes) {
+        out += text.slice(from, i) + '\n';
+        if (text.charCodeAt(i + 1) === 10) i++;
+        from = i + 1;
+      }
+    }
+    return out + text.slice(from);
   }
 
   *end(tail: string): Generator<string[][], void, undefined> {
@@ -239,13 +264,13 @@ class RecordBatcher {
     const record = this.recordCount;
     if (error.code === 'MissingQuotes') {
       throw new AppError(
-        ERROR_CODES.lineTooLong,
+        ERROR_CODES.malformedCsv,
         `record ${record} opens a quoted field that is never closed, so it runs on to the end of the file`,
         { details: { reason: 'unterminated_quote', record } },
       );
     }
     throw new AppError(
-      ERROR_CODES.lineTooLong,
+      ERROR_CODES.malformedCsv,
       `record ${record} has a quote inside a quoted field that is not doubled (""), so the field runs on past its line`,
       { details: { reason: 'invalid_quote', record } },
     );

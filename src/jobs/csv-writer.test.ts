@@ -85,7 +85,7 @@ describe('csvLine and readCsvRows round trip', () => {
     expect(await readBack(escaped.map(csvLine).join(''))).toEqual(escaped);
   });
 
-  it('a CR inside a cell comes back as LF, since the reader unifies line ends', async () => {
-    expect(await readBack(csvLine(['a\r\nb', 'c\rd']))).toEqual([['a\nb', 'c\nd']]);
+  it('a CR or CRLF inside a quoted cell comes back exactly: only record ends are unified', async () => {
+    expect(await readBack(csvLine(['a\r\nb', 'c\rd']))).toEqual([['a\r\nb', 'c\rd']]);
   });
 });

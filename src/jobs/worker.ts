@@ -157,6 +157,7 @@ const INPUT_ERRORS: ReadonlySet<string> = new Set([
   ERROR_CODES.noKeyColumn,
   ERROR_CODES.columnNotFound,
   ERROR_CODES.lineTooLong,
+  ERROR_CODES.malformedCsv,
   ERROR_CODES.tooManyRows,
   ERROR_CODES.unknownJobType,
 ]);

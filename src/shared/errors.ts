@@ -12,6 +12,7 @@ export const ERROR_CODES = {
   noKeyColumn: 'no_key_column',
   columnNotFound: 'column_not_found',
   lineTooLong: 'line_too_long',
+  malformedCsv: 'malformed_csv',
   tooManyRows: 'too_many_rows',
   // rows (data, not exceptions: they land in the error column)
   emptyValue: 'empty_value',

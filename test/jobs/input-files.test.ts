@@ -31,6 +31,8 @@ const rejected: [string, string | Buffer, string][] = [
   ['no usable column', 'id,name\n1,John\n2,Mary\n', 'no_key_column'],
   ['invalid UTF-8', Buffer.concat([Buffer.from('email\njohn@example.com\n'), Buffer.from([0xc3, 0x28]), Buffer.from('\n')]), 'invalid_utf8'],
   ['a very long line', `email,notes\njohn@example.com,${'x'.repeat(5000)}\n`, 'line_too_long'],
+  ['an unbalanced quote', 'email,note\njohn@example.com,"never closed\nmary@example.com,x\n', 'malformed_csv'],
+  ['a stray quote in a quoted field', 'email,note\njohn@example.com,"a "b" c"\n', 'malformed_csv'],
   ['a gzip file', zlib.gzipSync('email\njohn@example.com\n'), 'compressed_file'],
   ['a binary file', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52]), 'binary_file'],
 ];

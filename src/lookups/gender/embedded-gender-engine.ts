@@ -90,7 +90,7 @@ type Outcome = LookupOutcome<GenderResult> & { ok: true };
 
 const UNKNOWN_OUTCOME: Outcome = Object.freeze({ ok: true, result: UNKNOWN });
 
-/** Built on first use and shared: it is immutable data, about 70,000 names. */
+/** Built on first use and shared: it is immutable data, some 55,000 names. */
 let table: Map<string, Outcome> | undefined;
 
 function genderTable(): Map<string, Outcome> {

@@ -1,0 +1,84 @@
+import fs from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { processChunk } from '../../src/jobs/process-chunk.js';
+import { splitJob } from '../../src/jobs/split-job.js';
+import { Worker } from '../../src/jobs/worker.js';
+import { FakeClock } from '../../src/shared/clock.js';
+import { writeGenderCsv } from '../support/csv-fixture.js';
+import { openTestEngine, type TestEngine } from '../support/test-engine.js';
+
+const engines: TestEngine[] = [];
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+});
+
+async function splitOneJob(clock: FakeClock) {
+  const e = await openTestEngine({ SLUICE_LEASE_SECONDS: '30' }, clock);
+  engines.push(e);
+  const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 1200, seed: 9, duplicateShare: 0, invalidShare: 0 });
+  const account = e.deps.billing.createAccount({ credits: 10_000, now: clock.now() });
+  const job = await e.jobService.submit({ accountId: account.id, type: 'gender', body: fs.createReadStream(input), inputName: null, options: {} });
+  const phase = e.deps.jobs.acquireJobPhase('splitter', clock.now(), 30_000)!;
+  await splitJob(e.deps, phase.job, phase.lease, new AbortController().signal);
+  return { e, job, account };
+}
+
+describe('chunk leases', () => {
+  it('refuse the late commit of a worker that lost its lease, so nothing is written or charged twice', async () => {
+    const clock = new FakeClock();
+    const { e, job, account } = await splitOneJob(clock);
+
+    const stale = e.deps.jobs.acquireChunk('worker-a', clock.now(), 30_000)!;
+    clock.advance(31_000);
+    const fresh = e.deps.jobs.acquireChunk('worker-b', clock.now(), 30_000)!;
+    expect(fresh.chunk.chunkIndex).toBe(stale.chunk.chunkIndex);
+    expect(fresh.lease.epoch).toBe(stale.lease.epoch + 1);
+
+    const never = new AbortController().signal;
+    await expect(processChunk(e.deps, stale.chunk, stale.lease, never, never)).rejects.toMatchObject({ code: 'lease_lost' });
+    expect(e.deps.billing.chargeCountForJob(job.id)).toBe(0);
+    expect(e.deps.jobs.chunk(job.id, stale.chunk.chunkIndex)!.cursor).toBe(0);
+    expect(e.deps.billing.requireAccount(account.id).credits).toBe(10_000);
+
+    expect(await processChunk(e.deps, fresh.chunk, fresh.lease, never, never)).toBe('done');
+    expect(e.deps.billing.chargeCountForJob(job.id)).toBe(fresh.chunk.rowCount);
+  });
+
+  it('are not handed out twice while they are live', async () => {
+    const clock = new FakeClock();
+    const { e } = await splitOneJob(clock);
+    const first = e.deps.jobs.acquireChunk('a', clock.now(), 30_000)!;
+    const second = e.deps.jobs.acquireChunk('b', clock.now(), 30_000)!;
+    expect(second.chunk.chunkIndex).not.toBe(first.chunk.chunkIndex);
+    clock.advance(29_000);
+    expect(e.deps.jobs.renewChunkLease(first.chunk.jobId, first.chunk.chunkIndex, first.lease, clock.now() + 30_000)).toBe(true);
+    clock.advance(29_000);
+    const third = e.deps.jobs.acquireChunk('c', clock.now(), 30_000);
+    expect(third?.chunk.chunkIndex).not.toBe(first.chunk.chunkIndex);
+  });
+});
+
+describe('the repeat-free window', () => {
+  it('makes a repeat free inside the window and charges it again once the window has passed', async () => {
+    const clock = new FakeClock();
+    const e = await openTestEngine({ SLUICE_REPEAT_FREE_DAYS: '180' }, clock);
+    engines.push(e);
+    const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 300, seed: 2, duplicateShare: 0, invalidShare: 0 });
+    const account = e.deps.billing.createAccount({ credits: 10_000, now: clock.now() });
+    const runOnce = async () => {
+      const job = await e.jobService.submit({ accountId: account.id, type: 'gender', body: fs.createReadStream(input), inputName: null, options: {} });
+      await new Worker(e.deps).run({ concurrency: 1, until: () => e.deps.jobs.status(job.id) === 'completed' });
+      return e.jobService.get(job.id).creditsUsed;
+    };
+
+    const first = await runOnce();
+    clock.advance(179 * 86_400_000);
+    const inside = await runOnce();
+    clock.advance(2 * 86_400_000);
+    const after = await runOnce();
+
+    expect(first).toBe(300);
+    expect(inside).toBe(0);
+    expect(after).toBe(300);
+  });
+});
