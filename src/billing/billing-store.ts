@@ -17,9 +17,16 @@ export interface LedgerEntry {
   delta: number;
   reason: string;
   kind: string | null;
-  lookupKey: string | null;
   jobId: string | null;
   createdAt: number;
+}
+
+/** What one checkpoint batch paid for. */
+export interface BatchCharge {
+  /** Keys charged now, each 1 credit. */
+  charged: Set<string>;
+  /** Index (into the keys given) of the first key the balance could not pay for, if any. */
+  unpaidFrom: number | undefined;
 }
 
 /**
@@ -28,27 +35,32 @@ export interface LedgerEntry {
  */
 export class BillingStore {
   private readonly stmts;
+  /** Account ids never change their seq, so the mapping can be kept for the process's life. */
+  private readonly seqs = new Map<string, number>();
 
   constructor(private readonly db: Db) {
     this.stmts = {
       insertAccount: db.prepare('INSERT INTO accounts (id, email, password_hash, credits, status, created_at) VALUES (?, ?, ?, 0, ?, ?)'),
+      accountSeq: db.prepare('SELECT seq FROM accounts WHERE id = ?'),
       account: db.prepare('SELECT id, email, credits, status, created_at AS createdAt FROM accounts WHERE id = ?'),
       accounts: db.prepare('SELECT id, email, credits, status, created_at AS createdAt FROM accounts ORDER BY created_at'),
       addCredits: db.prepare('UPDATE accounts SET credits = credits + ? WHERE id = ?'),
-      spendOne: db.prepare('UPDATE accounts SET credits = credits - 1 WHERE id = ? AND credits >= 1'),
+      spend: db.prepare('UPDATE accounts SET credits = credits - ? WHERE id = ? AND credits >= ?'),
       insertLedger: db.prepare(
-        'INSERT OR IGNORE INTO ledger (id, account_id, delta, reason, kind, lookup_key, job_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT OR IGNORE INTO ledger (id, account_id, delta, reason, kind, job_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
       ledgerForAccount: db.prepare(
-        'SELECT id, account_id AS accountId, delta, reason, kind, lookup_key AS lookupKey, job_id AS jobId, created_at AS createdAt FROM ledger WHERE account_id = ? ORDER BY created_at, id',
+        'SELECT id, account_id AS accountId, delta, reason, kind, job_id AS jobId, created_at AS createdAt FROM ledger WHERE account_id = ? ORDER BY created_at, id',
       ),
-      chargesForJob: db.prepare("SELECT COUNT(*) AS n FROM ledger WHERE job_id = ? AND reason = 'charge'"),
+      chargesForJob: db.prepare("SELECT COALESCE(-SUM(delta), 0) AS n FROM ledger WHERE job_id = ? AND reason = 'charge'"),
       freshBilled: db.prepare(
-        'SELECT lookup_key AS key FROM billing_cache WHERE account_id = ? AND kind = ? AND charged_at > ? AND lookup_key IN (SELECT value FROM json_each(?))',
+        'SELECT lookup_key AS key FROM billing_cache WHERE account_seq = ? AND kind = ? AND charged_at > ? AND lookup_key IN (SELECT value FROM json_each(?))',
       ),
-      billedAt: db.prepare('SELECT charged_at AS chargedAt FROM billing_cache WHERE account_id = ? AND kind = ? AND lookup_key = ?'),
+      chargedKeys: db.prepare(
+        'SELECT b.lookup_key AS key FROM billing_cache b JOIN ledger l ON l.id = b.ledger_id WHERE b.account_seq = ? AND l.job_id = ? ORDER BY b.lookup_key',
+      ),
       upsertBilling: db.prepare(
-        'INSERT INTO billing_cache (account_id, kind, lookup_key, charged_at, ledger_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_id, kind, lookup_key) DO UPDATE SET charged_at = excluded.charged_at, ledger_id = excluded.ledger_id',
+        'INSERT INTO billing_cache (account_seq, kind, lookup_key, charged_at, ledger_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_seq, kind, lookup_key) DO UPDATE SET charged_at = excluded.charged_at, ledger_id = excluded.ledger_id',
       ),
       reservedByOthers: db.prepare(
         'SELECT COALESCE(SUM(amount), 0) AS n FROM credit_reservations WHERE account_id = ? AND NOT (job_id = ? AND chunk_index = ?)',
@@ -92,7 +104,7 @@ export class BillingStore {
     }
     this.db.transaction(() => {
       this.requireAccount(accountId);
-      this.stmts.insertLedger.run(creditLedgerId(), accountId, amount, reason, null, null, null, now);
+      this.stmts.insertLedger.run(creditLedgerId(), accountId, amount, reason, null, null, now);
       this.stmts.addCredits.run(amount, accountId);
     })();
     return this.requireAccount(accountId);
@@ -102,34 +114,55 @@ export class BillingStore {
     return this.stmts.ledgerForAccount.all(accountId) as LedgerEntry[];
   }
 
+  /** Credits charged by a job, from its ledger lines. */
   chargeCountForJob(jobId: string): number {
     return (this.stmts.chargesForJob.get(jobId) as { n: number }).n;
+  }
+
+  /** The keys a job paid for (those whose last charge was the job's), sorted. */
+  chargedKeys(accountId: string, jobId: string): string[] {
+    return (this.stmts.chargedKeys.all(this.seq(accountId), jobId) as { key: string }[]).map((r) => r.key);
   }
 
   /** Keys this account paid for after `since`: their repeats are free. One query per batch. */
   freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Set<string> {
     if (keys.length === 0) return new Set();
-    const rows = this.stmts.freshBilled.all(accountId, kind, since, JSON.stringify(keys)) as { key: string }[];
+    const rows = this.stmts.freshBilled.all(this.seq(accountId), kind, since, JSON.stringify(keys)) as { key: string }[];
     return new Set(rows.map((r) => r.key));
   }
 
   /**
-   * Charges one credit for a key unless the account paid for it after `since`. Must run inside the
-   * checkpoint transaction. Returns the credits charged (0 or 1), or 'insufficient' when the
-   * balance is 0, in which case nothing was written.
+   * Settles one checkpoint batch: each key the account has not paid for since `since` costs one
+   * credit, in the order given, until the balance runs out. One ledger line (with an id derived
+   * from the batch) and one balance update cover the batch; billing_cache records each key.
+   * Must run inside the checkpoint transaction, so the charges commit with the rows they pay for.
    */
-  chargeOnce(accountId: string, kind: string, key: string, jobId: string, now: number, since: number): 0 | 1 | 'insufficient' {
-    const billed = this.stmts.billedAt.get(accountId, kind, key) as { chargedAt: number } | undefined;
-    if (billed && billed.chargedAt > since) return 0;
-    const ledgerId = chargeLedgerId(accountId, kind, key, jobId);
-    if (this.stmts.spendOne.run(accountId).changes === 0) return 'insufficient';
-    if (this.stmts.insertLedger.run(ledgerId, accountId, -1, 'charge', kind, key, jobId, now).changes === 0) {
-      // This job already paid for this key (a window that closed mid-job): give the credit back.
-      this.stmts.addCredits.run(1, accountId);
-      return 0;
+  chargeBatch(input: { accountId: string; kind: string; keys: readonly string[]; jobId: string; batchId: string; now: number; since: number }): BatchCharge {
+    const { accountId, kind, keys, now } = input;
+    const fresh = this.freshlyBilled(accountId, kind, keys, input.since);
+    const balance = this.requireAccount(accountId).credits;
+    const charged = new Set<string>();
+    let unpaidFrom: number | undefined;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      if (fresh.has(key) || charged.has(key)) continue;
+      if (charged.size === balance) {
+        unpaidFrom = i;
+        break;
+      }
+      charged.add(key);
     }
-    this.stmts.upsertBilling.run(accountId, kind, key, now, ledgerId);
-    return 1;
+    if (charged.size === 0) return { charged, unpaidFrom };
+    const ledgerId = chargeLedgerId(accountId, input.jobId, input.batchId);
+    if (this.stmts.insertLedger.run(ledgerId, accountId, -charged.size, 'charge', kind, input.jobId, now).changes === 0) {
+      throw new AppError(ERROR_CODES.internal, `batch ${input.batchId} of ${input.jobId} was already charged`);
+    }
+    if (this.stmts.spend.run(charged.size, accountId, charged.size).changes === 0) {
+      throw new AppError(ERROR_CODES.internal, `balance of ${accountId} changed inside a transaction`);
+    }
+    const seq = this.seq(accountId);
+    for (const key of charged) this.stmts.upsertBilling.run(seq, kind, key, now, ledgerId);
+    return { charged, unpaidFrom };
   }
 
   /**
@@ -147,6 +180,17 @@ export class BillingStore {
         return granted;
       })
       .immediate();
+  }
+
+  private seq(accountId: string): number {
+    let seq = this.seqs.get(accountId);
+    if (seq === undefined) {
+      const row = this.stmts.accountSeq.get(accountId) as { seq: number } | undefined;
+      if (!row) throw new AppError(ERROR_CODES.accountNotFound, `no account ${accountId}`, { statusCode: 404 });
+      seq = row.seq;
+      this.seqs.set(accountId, seq);
+    }
+    return seq;
   }
 
   releaseReservation(jobId: string, chunkIndex: number): void {

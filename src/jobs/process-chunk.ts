@@ -74,77 +74,82 @@ async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number)
 
   const now = deps.clock.now();
   return deps.db.transaction(() => {
-    const counters: RowCounters = { processed: 0, found: 0, invalid: 0, duplicate: 0, error: 0, credits: 0 };
+    const outcomes = todo.map((row) => outcomeOf(row, cached, answers));
+    // Only first occurrences that were answered are billable; the rest are free by rule.
+    const payable = todo.flatMap((row, i) => (row.kind === ROW_KINDS.lookup && outcomes[i]?.ok ? [i] : []));
+    const charge = deps.billing.chargeBatch({
+      accountId: job.accountId,
+      kind,
+      keys: payable.map((i) => todo[i]!.value),
+      jobId: job.id,
+      batchId: `${chunk.chunkIndex}:${cursor}`,
+      now,
+      since,
+    });
+    const stopAt = charge.unpaidFrom === undefined ? todo.length : payable[charge.unpaidFrom]!;
+    const counters: RowCounters = { processed: stopAt, found: 0, invalid: 0, duplicate: 0, error: 0, credits: charge.charged.size };
     let allText = '';
     let foundText = '';
-    let outOfCredits = cut < rows.length;
-    for (const row of todo) {
-      const line = renderRow(ctx, row, cached, answers, counters, now, since);
-      if (line === undefined) {
-        outOfCredits = true;
-        break;
-      }
-      allText += line.text;
-      if (line.found) foundText += line.text;
+    for (let i = 0; i < stopAt; i++) {
+      const row = todo[i]!;
+      const outcome = outcomes[i];
+      const rendered = renderRow(ctx, row, outcome, cached.has(row.value), charge.charged.has(row.value), counters);
+      if (row.kind === ROW_KINDS.lookup && outcome?.ok && !cached.has(row.value)) deps.results.put(kind, row.value, outcome.result, now);
+      allText += rendered.text;
+      if (rendered.found) foundText += rendered.text;
     }
-    if (counters.processed > 0) {
-      deps.jobs.advanceChunk(job.id, chunk.chunkIndex, ctx.lease, cursor, counters.processed);
+    if (stopAt > 0) {
+      deps.jobs.advanceChunk(job.id, chunk.chunkIndex, ctx.lease, cursor, stopAt);
       deps.jobs.insertOutput(job.id, chunk.chunkIndex, cursor, allText, foundText);
       deps.jobs.addCounters(job.id, counters, now);
     }
     deps.billing.releaseReservation(job.id, chunk.chunkIndex);
+    const outOfCredits = stopAt < rows.length;
     if (outOfCredits && deps.jobs.status(job.id) === JOB_STATUSES.running) {
       deps.jobs.transition(job.id, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
       deps.billing.releaseJobReservations(job.id);
     }
-    return { committed: counters.processed, paused: outOfCredits };
+    return { committed: stopAt, paused: outOfCredits };
   })();
 }
 
-/**
- * Renders one result row and settles its charge. Returns undefined, writing nothing, when the row
- * needs a credit that the account no longer has: the batch stops there and the job pauses.
- */
+function outcomeOf(row: ChunkRow, cached: Map<string, unknown>, answers: Map<string, LookupOutcome<unknown>>): LookupOutcome<unknown> | undefined {
+  if (row.kind === ROW_KINDS.invalid) return undefined;
+  return cached.has(row.value) ? { ok: true, result: cached.get(row.value) } : answers.get(row.value);
+}
+
+/** One result row's text, and its share of the batch's counters. */
 function renderRow(
   ctx: ChunkContext,
   row: ChunkRow,
-  cached: Map<string, unknown>,
-  answers: Map<string, LookupOutcome<unknown>>,
+  outcome: LookupOutcome<unknown> | undefined,
+  hit: boolean,
+  charged: boolean,
   counters: RowCounters,
-  now: number,
-  since: number,
-): { text: string; found: boolean } | undefined {
-  const { deps, job, pipeline } = ctx;
+): { text: string; found: boolean } {
+  const { job, pipeline } = ctx;
   const width = job.header?.length ?? 0;
-  const empty = pipeline.resultColumns.map(() => '');
-  if (row.kind === ROW_KINDS.invalid) {
-    counters.processed++;
+  if (outcome === undefined) {
     counters.invalid++;
-    return { text: line(width, row.cells, empty, ROW_STATUSES.invalid, 0, false, row.value), found: false };
+    return { text: line(width, row.cells, emptyCells(pipeline), ROW_STATUSES.invalid, 0, false, row.value), found: false };
   }
-  const hit = cached.has(row.value);
-  const outcome: LookupOutcome<unknown> = hit ? { ok: true, result: cached.get(row.value) } : answers.get(row.value)!;
   if (!outcome.ok) {
-    counters.processed++;
     counters.error++;
-    return { text: line(width, row.cells, empty, ROW_STATUSES.error, 0, false, outcome.code), found: false };
+    return { text: line(width, row.cells, emptyCells(pipeline), ROW_STATUSES.error, 0, false, outcome.code), found: false };
   }
   const found = pipeline.isFound(outcome.result);
+  if (found) counters.found++;
   const cells = pipeline.resultCells(outcome.result);
   if (row.kind === ROW_KINDS.duplicate) {
-    counters.processed++;
     counters.duplicate++;
-    if (found) counters.found++;
     // Whether a repeat's answer came from the cache depends on chunk timing, so it is not shown.
     return { text: line(width, row.cells, cells, ROW_STATUSES.duplicate, 0, false, ''), found };
   }
-  const credits = deps.billing.chargeOnce(job.accountId, pipeline.lookupKind, row.value, job.id, now, since);
-  if (credits === 'insufficient') return undefined;
-  if (!hit) deps.results.put(pipeline.lookupKind, row.value, outcome.result, now);
-  counters.processed++;
-  counters.credits += credits;
-  if (found) counters.found++;
-  return { text: line(width, row.cells, cells, ROW_STATUSES.ok, credits, hit, ''), found };
+  return { text: line(width, row.cells, cells, ROW_STATUSES.ok, charged ? 1 : 0, hit, ''), found };
+}
+
+function emptyCells(pipeline: Pipeline): string[] {
+  return pipeline.resultColumns.map(() => '');
 }
 
 function line(width: number, original: string[], result: string[], status: string, credits: number, cached: boolean, error: string): string {

@@ -19,12 +19,10 @@ afterEach(async () => {
 const ENV = { SLUICE_CHUNK_ROWS: '1000', SLUICE_BATCH_ROWS: '50', SLUICE_LEASE_SECONDS: '2', SLUICE_WORKER_CONCURRENCY: '2' };
 const ROWS = 12_000;
 
-function charges(e: TestEngine, accountId: string): string[] {
-  return e.deps.billing
-    .ledger(accountId)
-    .filter((l) => l.reason === 'charge')
-    .map((l) => l.lookupKey!)
-    .sort();
+/** What the account paid for: which keys, and the ledger's charge lines (one per batch). */
+function charges(e: TestEngine, accountId: string, jobId: string) {
+  const lines = e.deps.billing.ledger(accountId).filter((l) => l.reason === 'charge');
+  return { keys: e.deps.billing.chargedKeys(accountId, jobId), lines: lines.length, deltas: lines.map((l) => l.delta).sort() };
 }
 
 describe('a job killed with SIGKILL and resumed', () => {
@@ -73,7 +71,9 @@ describe('a job killed with SIGKILL and resumed', () => {
       const actual = await streamToBuffer(await resumed.jobService.openResult(job.id, filter));
       expect(actual.equals(expected), `${filter}.csv differs after ${killedMidway} kills`).toBe(true);
     }
-    expect(charges(resumed, account.id)).toEqual(charges(reference, refAccount.id));
+    const paid = charges(resumed, account.id, job.id);
+    expect(paid.keys.length).toBe(clean.summary.credits_used);
+    expect(paid).toEqual(charges(reference, refAccount.id, clean.summary.id));
     const summary = resumed.jobService.get(job.id);
     expect(summary.creditsUsed).toBe(clean.summary.credits_used);
     expect(resumed.deps.billing.requireAccount(account.id).credits).toBe(reference.deps.billing.requireAccount(refAccount.id).credits);

@@ -1,6 +1,8 @@
 -- Accounts hold the spendable balance; the CHECK is the last line of defence for "never below 0".
+-- `seq` is a compact key for the hot billing table, where a 40-character id per row doubles the cost.
 CREATE TABLE accounts (
-  id            TEXT PRIMARY KEY,
+  seq           INTEGER PRIMARY KEY,
+  id            TEXT NOT NULL UNIQUE,
   email         TEXT UNIQUE,
   password_hash TEXT,
   credits       INTEGER NOT NULL CHECK (credits >= 0),
@@ -8,29 +10,29 @@ CREATE TABLE accounts (
   created_at    INTEGER NOT NULL
 );
 
--- Append-only. Charge ids are derived from (account, kind, key, job) so a replayed batch
--- collides on the primary key instead of charging again.
+-- Append-only. A charge line covers one checkpoint batch; its id is derived from (account, job,
+-- chunk, first row), so a replayed batch collides on the primary key instead of charging again.
+-- Which keys it paid for is in billing_cache (ledger_id).
 CREATE TABLE ledger (
   id         TEXT PRIMARY KEY,
   account_id TEXT NOT NULL REFERENCES accounts (id),
   delta      INTEGER NOT NULL,
   reason     TEXT NOT NULL,
   kind       TEXT,
-  lookup_key TEXT,
   job_id     TEXT,
   created_at INTEGER NOT NULL
 );
 CREATE INDEX ledger_by_account ON ledger (account_id, created_at);
 CREATE INDEX ledger_by_job ON ledger (job_id);
 
--- The repeat-free window: the last time an account paid for a key.
+-- The repeat-free window: the last time an account paid for a key, and the ledger line that did.
 CREATE TABLE billing_cache (
-  account_id TEXT NOT NULL,
-  kind       TEXT NOT NULL,
-  lookup_key TEXT NOT NULL,
-  charged_at INTEGER NOT NULL,
-  ledger_id  TEXT NOT NULL,
-  PRIMARY KEY (account_id, kind, lookup_key)
+  account_seq INTEGER NOT NULL,
+  kind        TEXT NOT NULL,
+  lookup_key  TEXT NOT NULL,
+  charged_at  INTEGER NOT NULL,
+  ledger_id   TEXT NOT NULL,
+  PRIMARY KEY (account_seq, kind, lookup_key)
 ) WITHOUT ROWID;
 
 -- Answers shared by all accounts; a hit saves a provider call, not a charge.
