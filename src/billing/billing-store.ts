@@ -7,7 +7,9 @@ export interface Account {
   id: string;
   email: string | null;
   credits: number;
-  status: string;
+  status: 'active' | 'suspended';
+  /** Requests per rolling minute; null means the configured default. */
+  rateLimit: number | null;
   createdAt: number;
 }
 
@@ -42,8 +44,11 @@ export class BillingStore {
     this.stmts = {
       insertAccount: db.prepare('INSERT INTO accounts (id, email, password_hash, credits, status, created_at) VALUES (?, ?, ?, 0, ?, ?)'),
       accountSeq: db.prepare('SELECT seq FROM accounts WHERE id = ?'),
-      account: db.prepare('SELECT id, email, credits, status, created_at AS createdAt FROM accounts WHERE id = ?'),
-      accounts: db.prepare('SELECT id, email, credits, status, created_at AS createdAt FROM accounts ORDER BY created_at'),
+      account: db.prepare('SELECT id, email, credits, status, rate_limit AS rateLimit, created_at AS createdAt FROM accounts WHERE id = ?'),
+      accounts: db.prepare('SELECT id, email, credits, status, rate_limit AS rateLimit, created_at AS createdAt FROM accounts ORDER BY created_at'),
+      byEmail: db.prepare('SELECT id, password_hash AS passwordHash, status FROM accounts WHERE email = ? COLLATE NOCASE'),
+      setStatus: db.prepare('UPDATE accounts SET status = ? WHERE id = ?'),
+      setRateLimit: db.prepare('UPDATE accounts SET rate_limit = ? WHERE id = ?'),
       addCredits: db.prepare('UPDATE accounts SET credits = credits + ? WHERE id = ?'),
       spend: db.prepare('UPDATE accounts SET credits = credits - ? WHERE id = ? AND credits >= ?'),
       insertLedger: db.prepare(
@@ -91,6 +96,23 @@ export class BillingStore {
     const account = this.account(id);
     if (!account) throw new AppError(ERROR_CODES.accountNotFound, `no account ${id}`, { statusCode: 404 });
     return account;
+  }
+
+  /** For login: the account with this email (any case) and its password hash. */
+  credentials(email: string): { id: string; passwordHash: string | null; status: string } | undefined {
+    return this.stmts.byEmail.get(email) as { id: string; passwordHash: string | null; status: string } | undefined;
+  }
+
+  setStatus(accountId: string, status: Account['status']): Account {
+    this.requireAccount(accountId);
+    this.stmts.setStatus.run(status, accountId);
+    return this.requireAccount(accountId);
+  }
+
+  setRateLimit(accountId: string, perMinute: number | null): Account {
+    this.requireAccount(accountId);
+    this.stmts.setRateLimit.run(perMinute, accountId);
+    return this.requireAccount(accountId);
   }
 
   accounts(): Account[] {

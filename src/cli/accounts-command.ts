@@ -1,11 +1,14 @@
+import { hashPassword } from '../auth/passwords.js';
 import type { Account } from '../billing/billing-store.js';
 import type { Engine } from '../main/open-engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, positiveInt, printJson, type CliIo } from './cli-io.js';
 
 export const ACCOUNTS_USAGE = [
-  'sluice accounts create [--id ID] [--email E] [--credits N] [--json]',
+  'sluice accounts create [--id ID] [--email E --password P] [--credits N] [--json]',
   'sluice accounts topup ID N [--json]',
+  'sluice accounts suspend ID | reinstate ID [--json]',
+  'sluice accounts rate-limit ID N|default [--json]',
   'sluice accounts show ID [--json]',
   'sluice accounts list [--json]',
 ];
@@ -15,10 +18,19 @@ export async function accountsCommand(engine: Engine, args: string[], io: CliIo)
   const { billing, clock } = engine.deps;
   switch (sub) {
     case 'create': {
-      const { values } = parseCommand(rest, { id: { type: 'string' }, email: { type: 'string' }, credits: { type: 'string' } }, 0);
+      const { values } = parseCommand(
+        rest,
+        { id: { type: 'string' }, email: { type: 'string' }, password: { type: 'string' }, credits: { type: 'string' } },
+        0,
+      );
+      const password = values.password as string | undefined;
+      if (password !== undefined && (values.email === undefined || password.length < 8)) {
+        throw new AppError(ERROR_CODES.badArgument, '--password needs --email and at least 8 characters');
+      }
       const account = billing.createAccount({
         id: values.id as string | undefined,
-        email: (values.email as string | undefined) ?? null,
+        email: (values.email as string | undefined)?.trim().toLowerCase() ?? null,
+        passwordHash: password === undefined ? null : await hashPassword(password),
         credits: positiveInt(values.credits as string | undefined, '--credits', 0),
         now: clock.now(),
       });
@@ -29,6 +41,18 @@ export async function accountsCommand(engine: Engine, args: string[], io: CliIo)
       const { values, positionals } = parseCommand(rest, {}, 2);
       const account = billing.addCredits(positionals[0]!, positiveInt(positionals[1], 'credits'), 'topup', clock.now());
       print(io, account, values.json === true, engine);
+      return 0;
+    }
+    case 'suspend':
+    case 'reinstate': {
+      const { values, positionals } = parseCommand(rest, {}, 1);
+      print(io, billing.setStatus(positionals[0]!, sub === 'suspend' ? 'suspended' : 'active'), values.json === true, engine);
+      return 0;
+    }
+    case 'rate-limit': {
+      const { values, positionals } = parseCommand(rest, {}, 2);
+      const limit = positionals[1] === 'default' ? null : positiveInt(positionals[1], 'requests per minute');
+      print(io, billing.setRateLimit(positionals[0]!, limit), values.json === true, engine);
       return 0;
     }
     case 'show': {
@@ -55,6 +79,7 @@ function view(account: Account, engine: Engine) {
     credits: account.credits,
     available: engine.deps.billing.available(account.id),
     status: account.status,
+    rate_limit: account.rateLimit,
     created_at: new Date(account.createdAt).toISOString(),
   };
 }

@@ -14,6 +14,15 @@ export interface Config {
   readonly jobs: JobLimits;
   readonly billing: { readonly repeatFreeDays: number; readonly defaultAccountCredits: number };
   readonly presignExpiresSeconds: number;
+  readonly api: ApiConfig;
+}
+
+export interface ApiConfig {
+  readonly maxUploadBytes: number;
+  readonly rateLimitPerMinute: number;
+  readonly sessionTtlSeconds: number;
+  readonly keyRevealSeconds: number;
+  readonly runWorker: boolean;
 }
 
 export interface S3Config {
@@ -72,6 +81,11 @@ export const SETTINGS = {
   repeatFreeDays: int('SLUICE_REPEAT_FREE_DAYS', 180, 0, 3650, 'Repeat-free billing window: an address is charged once per account in this many days.'),
   defaultAccountCredits: int('SLUICE_DEFAULT_CREDITS', 1_000_000, 0, 1_000_000_000, 'Credits granted to the `local` account that `sluice run` creates when no --account is given.'),
   presignExpiresSeconds: int('SLUICE_PRESIGN_EXPIRES_SECONDS', 86_400, 1, 604_800, 'Lifetime of presigned download URLs (S3 allows at most 7 days).'),
+  maxUploadBytes: int('SLUICE_MAX_UPLOAD_BYTES', 512 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024, 'Largest CSV `POST /api/jobs/bulk` accepts; larger gets 413.'),
+  rateLimitPerMinute: int('SLUICE_RATE_LIMIT_PER_MINUTE', 200, 1, 1_000_000, 'API requests per rolling minute per account (all its keys together), unless the account has its own.'),
+  sessionTtlSeconds: int('SLUICE_SESSION_TTL_SECONDS', 86_400, 60, 30 * 86_400, 'Lifetime of a login session token.'),
+  keyRevealSeconds: int('SLUICE_KEY_REVEAL_SECONDS', 900, 0, 30 * 86_400, 'How long after creation an API key can be revealed again; after that, 410.'),
+  serveWorker: bool('SLUICE_SERVE_WORKER', true, 'Whether `sluice serve` also runs job workers in its own process.'),
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -108,6 +122,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     billing: { repeatFreeDays: read(s.repeatFreeDays), defaultAccountCredits: read(s.defaultAccountCredits) },
     presignExpiresSeconds: read(s.presignExpiresSeconds),
+    api: {
+      maxUploadBytes: read(s.maxUploadBytes),
+      rateLimitPerMinute: read(s.rateLimitPerMinute),
+      sessionTtlSeconds: read(s.sessionTtlSeconds),
+      keyRevealSeconds: read(s.keyRevealSeconds),
+      runWorker: read(s.serveWorker),
+    },
   };
   if ((config.s3.accessKeyId === undefined) !== (config.s3.secretAccessKey === undefined)) {
     throw bad('SLUICE_S3_ACCESS_KEY_ID', 'must be set together with SLUICE_S3_SECRET_ACCESS_KEY');

@@ -25,18 +25,37 @@ export class JobService {
   async submit(input: SubmitJob): Promise<JobRecord> {
     pipelineFor(input.type);
     this.deps.billing.requireAccount(input.accountId);
-    const id = `job_${randomUUID()}`;
-    const inputKey = `inputs/${id}.csv`;
-    await this.deps.objects.putStream(inputKey, input.body, { contentType: 'text/csv', onProgress: input.onUploadProgress });
+    const staged = await this.stageInput(input.body, input.onUploadProgress);
+    return this.create({ ...staged, accountId: input.accountId, type: input.type, inputName: input.inputName, options: input.options });
+  }
+
+  /**
+   * The first half of a submit, for callers (the HTTP upload) that learn the job's fields only
+   * after the file has streamed past.
+   */
+  async stageInput(body: Readable, onProgress?: (bytes: number) => void): Promise<{ jobId: string; inputKey: string; size: number }> {
+    const jobId = `job_${randomUUID()}`;
+    const inputKey = `inputs/${jobId}.csv`;
+    const put = await this.deps.objects.putStream(inputKey, body, { contentType: 'text/csv', onProgress });
+    return { jobId, inputKey, size: put.size };
+  }
+
+  create(input: { jobId: string; inputKey: string; accountId: string; type: string; inputName: string | null; options: JobOptions }): JobRecord {
+    pipelineFor(input.type);
     return this.deps.jobs.create({
-      id,
+      id: input.jobId,
       accountId: input.accountId,
       type: input.type,
-      inputKey,
+      inputKey: input.inputKey,
       inputName: input.inputName,
       options: input.options,
       now: this.deps.clock.now(),
     });
+  }
+
+  /** Removes a staged input that will not become a job (a rejected or duplicate upload). */
+  async discardInput(inputKey: string): Promise<void> {
+    await this.deps.objects.delete(inputKey);
   }
 
   get(id: string): JobRecord {

@@ -3,7 +3,9 @@ import { accountsCommand, ACCOUNTS_USAGE } from '../cli/accounts-command.js';
 import type { CliIo } from '../cli/cli-io.js';
 import { demoCommand, DEMO_USAGE } from '../cli/demo-command.js';
 import { jobsCommand, JOBS_USAGE } from '../cli/jobs-command.js';
+import { keysCommand, KEYS_USAGE } from '../cli/keys-command.js';
 import { runCommand, RUN_USAGE } from '../cli/run-command.js';
+import { serveCommand, SERVE_USAGE } from '../cli/serve-command.js';
 import { workerCommand, WORKER_USAGE } from '../cli/worker-command.js';
 import { loadConfig } from '../config/load-config.js';
 import { isAppError, toAppError } from '../shared/errors.js';
@@ -13,10 +15,12 @@ import { openEngine, type Engine } from './open-engine.js';
 const USAGE = `Sluice: bulk-enrichment jobs with honest billing and resumable progress.
 
 usage:
+  ${SERVE_USAGE}
   ${RUN_USAGE}
   ${WORKER_USAGE}
   ${JOBS_USAGE.join('\n  ')}
   ${ACCOUNTS_USAGE.join('\n  ')}
+  ${KEYS_USAGE.join('\n  ')}
   ${DEMO_USAGE}
 
 Settings come from SLUICE_* environment variables (see README.md).
@@ -25,10 +29,12 @@ Settings come from SLUICE_* environment variables (see README.md).
 type Command = (engine: Engine, args: string[], io: CliIo) => Promise<number>;
 
 const COMMANDS: Record<string, Command> = {
+  serve: serveCommand,
   run: runCommand,
   worker: workerCommand,
   jobs: jobsCommand,
   accounts: accountsCommand,
+  keys: keysCommand,
 };
 
 // Sluice supports Node 20.18+ on purpose; the SDK's notice about its own future Node 22 floor

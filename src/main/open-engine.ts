@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { dataDirSecret } from './data-dir-secret.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BillingStore } from '../billing/billing-store.js';
@@ -91,19 +92,8 @@ async function openObjectStore(config: Config, log: Logger): Promise<{ objects: 
  * anyone mint download URLs, so it is random and readable by this user only.
  */
 function embeddedCredentials(dataDir: string): { accessKeyId: string; secretAccessKey: string } {
-  const file = path.join(dataDir, 's3-credentials.json');
-  try {
-    const fresh = { accessKeyId: `sluice-${randomBytes(6).toString('hex')}`, secretAccessKey: randomBytes(24).toString('base64url') };
-    fs.writeFileSync(file, JSON.stringify(fresh), { flag: 'wx', mode: 0o600 });
-    return fresh;
-  } catch (e: unknown) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-  }
-  // Another process may have created the file a moment ago and not written it yet.
-  for (let attempt = 0; ; attempt++) {
-    const text = fs.readFileSync(file, 'utf8');
-    if (text.length > 0) return JSON.parse(text) as { accessKeyId: string; secretAccessKey: string };
-    if (attempt > 50) throw new Error(`${file} is empty`);
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
-  }
+  const text = dataDirSecret(dataDir, 's3-credentials.json', () =>
+    JSON.stringify({ accessKeyId: `sluice-${randomBytes(6).toString('hex')}`, secretAccessKey: randomBytes(24).toString('base64url') }),
+  );
+  return JSON.parse(text) as { accessKeyId: string; secretAccessKey: string };
 }

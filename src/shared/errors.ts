@@ -18,6 +18,7 @@ export const ERROR_CODES = {
   emptyValue: 'empty_value',
   invalidEmail: 'invalid_email',
   lookupFailed: 'lookup_failed',
+  providerUnavailable: 'provider_unavailable',
   // engine
   leaseLost: 'lease_lost',
   jobNotFound: 'job_not_found',
@@ -29,6 +30,17 @@ export const ERROR_CODES = {
   objectNotFound: 'object_not_found',
   badConfig: 'bad_config',
   badArgument: 'bad_argument',
+  // API
+  unauthorized: 'unauthorized',
+  forbidden: 'forbidden',
+  notFound: 'not_found',
+  keyNotFound: 'key_not_found',
+  keyGone: 'key_gone',
+  rateLimited: 'rate_limited',
+  payloadTooLarge: 'payload_too_large',
+  invalidRequest: 'invalid_request',
+  idempotencyConflict: 'idempotency_conflict',
+  idempotencyInFlight: 'idempotency_in_flight',
   internal: 'internal',
 } as const;
 

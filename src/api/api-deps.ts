@@ -1,0 +1,26 @@
+import type { KeyStore } from '../auth/key-store.js';
+import type { IdempotencyStore } from './idempotency-store.js';
+import type { RateLimiter } from '../auth/rate-limiter.js';
+import type { SessionStore } from '../auth/session-store.js';
+import type { EngineDeps } from '../jobs/engine-deps.js';
+import type { JobService } from '../jobs/job-service.js';
+
+export interface ApiSettings {
+  readonly maxUploadBytes: number;
+  readonly rateLimitPerMinute: number;
+  readonly presignExpiresSeconds: number;
+  readonly maxRows: number;
+}
+
+/** What the HTTP layer needs; buildApp takes it whole and never reads configuration itself. */
+export interface ApiDeps {
+  readonly engine: EngineDeps;
+  readonly jobService: JobService;
+  readonly keys: KeyStore;
+  readonly sessions: SessionStore;
+  readonly rateLimiter: RateLimiter;
+  readonly idempotency: IdempotencyStore;
+  readonly settings: ApiSettings;
+  /** Database and object store reachable: what /readyz reports. */
+  readonly ready: () => Promise<void>;
+}

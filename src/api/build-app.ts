@@ -1,0 +1,102 @@
+import multipart from '@fastify/multipart';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type HTTPMethods } from 'fastify';
+import type { Logger } from '../shared/logger.js';
+import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.js';
+import type { ApiDeps } from './api-deps.js';
+import { familyOf, httpError, ROUTE_FAMILIES, sendError } from './errors.js';
+import { authRoutes } from './routes/auth-routes.js';
+import { genderRoutes } from './routes/gender-routes.js';
+import { healthRoutes } from './routes/health-routes.js';
+import { jobRoutes } from './routes/job-routes.js';
+import { keyRoutes } from './routes/key-routes.js';
+
+/** JSON bodies are small everywhere; uploads go through multipart with their own limit. */
+const JSON_BODY_LIMIT = 64 * 1024;
+const ALL_METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** Builds the API; never listens, so tests use app.inject() or listen on port 0 themselves. */
+export async function buildApp(deps: ApiDeps, log: Logger): Promise<FastifyInstance> {
+  const app = Fastify({ loggerInstance: log as FastifyBaseLogger, bodyLimit: JSON_BODY_LIMIT, return503OnClosing: true });
+  const methodsByUrl = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const methods = methodsByUrl.get(route.url) ?? new Set<string>();
+    for (const m of [route.method].flat()) methods.add(m);
+    methodsByUrl.set(route.url, methods);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Sluice API', version: '0.1.0', description: 'Bulk jobs, keys and lookups of the Sluice job engine.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(multipart, {
+    limits: { fileSize: deps.settings.maxUploadBytes, files: 1, fields: 10, fieldSize: 1024, parts: 12 },
+    throwFileSizeLimit: true,
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => sendError(request, reply, shape(error, request.url, log)));
+  app.setNotFoundHandler((request, reply) => sendError(request, reply, httpError(404, ERROR_CODES.notFound, 'Not found')));
+
+  await app.register(async (scope) => healthRoutes(scope, deps));
+  await app.register(async (scope) => authRoutes(scope, deps));
+  await app.register(async (scope) => keyRoutes(scope, deps));
+  await app.register(async (scope) => jobRoutes(scope, deps));
+  await app.register(async (scope) => genderRoutes(scope, deps));
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  // A known path with the wrong method is 405, not 404 (the gender endpoint has its own words).
+  for (const [url, methods] of [...methodsByUrl]) {
+    const missing = ALL_METHODS.filter((m) => !methods.has(m));
+    if (missing.length === 0 || url === '*') continue;
+    const allow = [...methods].filter((m) => m !== 'HEAD').join(', ');
+    app.route({
+      method: missing,
+      url,
+      schema: { hide: true },
+      handler: async (request, reply) => {
+        reply.header('Allow', allow);
+        const message = familyOf(request.url) === ROUTE_FAMILIES.gender ? 'Only POST method is allowed' : 'Method not allowed';
+        return sendError(request, reply, httpError(405, ERROR_CODES.invalidRequest, message));
+      },
+    });
+  }
+  return app;
+}
+
+/**
+ * Deliberate errors keep their status and text; request-shape errors from Fastify become 400/413/
+ * 415/422 with a plain message; anything else is a generic 500, logged with its cause.
+ */
+function shape(error: FastifyError, url: string, log: Logger): AppError {
+  if (isAppError(error)) return error;
+  const gender = familyOf(url) === ROUTE_FAMILIES.gender;
+  if (error.validation) {
+    return httpError(gender ? 400 : 422, ERROR_CODES.invalidRequest, gender ? 'Invalid request body' : `Invalid request: ${error.message}`);
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return httpError(400, ERROR_CODES.invalidRequest, gender ? 'Invalid request body' : 'Malformed JSON body');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return httpError(413, ERROR_CODES.payloadTooLarge, 'Request body is too large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return httpError(415, ERROR_CODES.invalidRequest, 'Unsupported content type');
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+      return httpError(415, ERROR_CODES.invalidRequest, 'Expected a multipart/form-data body');
+    case 'FST_REQ_FILE_TOO_LARGE':
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FILES_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return httpError(413, ERROR_CODES.payloadTooLarge, 'Upload is larger than allowed');
+  }
+  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+    return httpError(error.statusCode, ERROR_CODES.invalidRequest, 'Bad request');
+  }
+  const appError = toAppError(error);
+  log.error({ err: appError }, 'unexpected error');
+  return new AppError(ERROR_CODES.internal, 'Internal server error', { statusCode: 500, cause: error });
+}

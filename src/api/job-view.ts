@@ -1,0 +1,15 @@
+import type { JobRecord } from '../jobs/job-store.js';
+import { jobSummary } from '../jobs/job-summary.js';
+
+/** A job as the API shows it: the summary, without storage keys, with its download paths. */
+export function jobView(job: JobRecord) {
+  const { outputs: _outputs, account_id: _account, ...summary } = jobSummary(job);
+  return {
+    ...summary,
+    download_link: job.options.downloadLink === true,
+    downloads:
+      job.status === 'completed'
+        ? { all: `/api/jobs/${job.id}/download?filter=all`, found: `/api/jobs/${job.id}/download?filter=found` }
+        : null,
+  };
+}

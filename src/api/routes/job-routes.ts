@@ -1,0 +1,90 @@
+import type { FastifyInstance } from 'fastify';
+import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter, type JobStatus } from '../../jobs/job-states.js';
+import type { JobRecord } from '../../jobs/job-store.js';
+import { ERROR_CODES } from '../../shared/errors.js';
+import type { ApiDeps } from '../api-deps.js';
+import { keyAuth, requireWritable } from '../authenticate.js';
+import { httpError } from '../errors.js';
+import { jobView } from '../job-view.js';
+import { receiveUpload } from './upload.js';
+
+const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } as const;
+
+/** Spec 4.7: bulk jobs, their progress, their results and their cancellation. */
+export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  app.addHook('preHandler', keyAuth(deps));
+
+  /** Another account's job does not exist, as far as this caller can tell. */
+  const ownJob = (accountId: string, id: string): JobRecord => {
+    const job = deps.engine.jobs.get(id);
+    if (!job || job.accountId !== accountId) throw httpError(404, ERROR_CODES.jobNotFound, 'Job not found');
+    return job;
+  };
+
+  app.post(
+    '/api/jobs/bulk',
+    {
+      schema: {
+        tags: ['jobs'],
+        consumes: ['multipart/form-data'],
+        description:
+          'Multipart form: `type` (gender), `download_link` (true or false), optional `column`, then `file` (CSV). Send the fields before the file. An `Idempotency-Key` header makes a retry safe.',
+      },
+    },
+    async (request, reply) => {
+      const caller = requireWritable(request);
+      const job = await receiveUpload(deps, request, caller.accountId);
+      return reply.code(202).send(jobView(job));
+    },
+  );
+
+  app.get<{ Params: { id: string } }>('/api/jobs/:id', { schema: { tags: ['jobs'], params: idParams } }, async (request) =>
+    jobView(ownJob(request.caller!.accountId, request.params.id)),
+  );
+
+  app.get<{ Querystring: { limit: number; offset: number; status?: JobStatus } }>(
+    '/api/jobs',
+    {
+      schema: {
+        tags: ['jobs'],
+        querystring: {
+          type: 'object',
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+            offset: { type: 'integer', minimum: 0, default: 0 },
+            status: { type: 'string', enum: Object.values(JOB_STATUSES) },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const { limit, offset, status } = request.query;
+      const { jobs, total } = deps.engine.jobs.list({ accountId: request.caller!.accountId, status, limit, offset });
+      return { jobs: jobs.map(jobView), total, limit, offset };
+    },
+  );
+
+  app.get<{ Params: { id: string }; Querystring: { filter: ExportFilter } }>(
+    '/api/jobs/:id/download',
+    {
+      schema: {
+        tags: ['jobs'],
+        params: idParams,
+        querystring: { type: 'object', properties: { filter: { type: 'string', enum: [...EXPORT_FILTERS], default: 'all' } } },
+      },
+    },
+    async (request, reply) => {
+      const job = ownJob(request.caller!.accountId, request.params.id);
+      // A fresh URL on every call, so an expired link is renewed by asking again.
+      const url = await deps.jobService.downloadUrl(job.id, request.query.filter, deps.settings.presignExpiresSeconds);
+      reply.header('Cache-Control', 'no-store');
+      return reply.redirect(url.url, 302);
+    },
+  );
+
+  app.post<{ Params: { id: string } }>('/api/jobs/:id/cancel', { schema: { tags: ['jobs'], params: idParams } }, async (request) => {
+    const caller = requireWritable(request);
+    const job = ownJob(caller.accountId, request.params.id);
+    return jobView(deps.jobService.cancel(job.id));
+  });
+}

@@ -1,0 +1,136 @@
+import { createHash } from 'node:crypto';
+import { PassThrough, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { FastifyRequest } from 'fastify';
+import { pipelineFor } from '../../../pipelines/index.js';
+import type { JobRecord } from '../../jobs/job-store.js';
+import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/errors.js';
+import type { ApiDeps } from '../api-deps.js';
+import { httpError } from '../errors.js';
+
+const FIELDS = ['type', 'download_link', 'column'] as const;
+
+interface Received {
+  fields: Partial<Record<(typeof FIELDS)[number], string>>;
+  fileName: string | null;
+  fileSha256: string | null;
+  staged: { jobId: string; inputKey: string } | null;
+}
+
+/**
+ * Streams a bulk upload straight into the object store (never whole in memory or on disk), with
+ * the size limit enforced on the way, then queues the job. With an Idempotency-Key, a retry of
+ * the same request returns the first job, and a different request under the same key is refused.
+ */
+export async function receiveUpload(deps: ApiDeps, request: FastifyRequest, accountId: string): Promise<JobRecord> {
+  if (deps.engine.billing.requireAccount(accountId).credits <= 0) {
+    throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
+  }
+  if (!request.isMultipart()) throw httpError(415, ERROR_CODES.invalidRequest, 'Expected a multipart/form-data body');
+  const idempotencyKey = idempotencyKeyOf(request);
+  const idem = deps.idempotency;
+  const claim = idempotencyKey ? idem.claim(accountId, idempotencyKey, deps.engine.clock.now()) : ({ state: 'new' } as const);
+  if (claim.state === 'in_flight') {
+    throw httpError(409, ERROR_CODES.idempotencyInFlight, 'A request with this Idempotency-Key is still in progress');
+  }
+
+  let received: Received | undefined;
+  try {
+    // A replay is only compared, never stored: its bytes are hashed and dropped.
+    received = await readParts(deps, request, claim.state === 'new');
+    const { fields } = received;
+    if (!fields.type) throw httpError(422, ERROR_CODES.invalidRequest, 'type is required');
+    pipelineFor(fields.type);
+    if (fields.download_link !== undefined && fields.download_link !== 'true' && fields.download_link !== 'false') {
+      throw httpError(422, ERROR_CODES.invalidRequest, 'download_link must be true or false');
+    }
+    if (received.fileSha256 === null) throw httpError(422, ERROR_CODES.invalidRequest, 'file is required');
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify([fields.type, fields.column ?? null, fields.download_link ?? 'false', received.fileSha256]))
+      .digest('hex');
+
+    if (claim.state === 'done') {
+      if (claim.fingerprint !== fingerprint) {
+        throw httpError(422, ERROR_CODES.idempotencyConflict, 'This Idempotency-Key was used with a different request');
+      }
+      return deps.jobService.get(claim.jobId);
+    }
+    const job = deps.jobService.create({
+      jobId: received.staged!.jobId,
+      inputKey: received.staged!.inputKey,
+      accountId,
+      type: fields.type,
+      inputName: received.fileName,
+      options: { ...(fields.column ? { column: fields.column } : {}), downloadLink: fields.download_link === 'true' },
+    });
+    if (idempotencyKey) idem.finish(accountId, idempotencyKey, fingerprint, job.id);
+    return job;
+  } catch (e: unknown) {
+    if (idempotencyKey && claim.state === 'new') idem.release(accountId, idempotencyKey);
+    if (received?.staged) await deps.jobService.discardInput(received.staged.inputKey).catch(() => undefined);
+    throw uploadError(e);
+  }
+}
+
+async function readParts(deps: ApiDeps, request: FastifyRequest, store: boolean): Promise<Received> {
+  const received: Received = { fields: {}, fileName: null, fileSha256: null, staged: null };
+  for await (const part of request.parts()) {
+    if (part.type === 'field') {
+      if ((FIELDS as readonly string[]).includes(part.fieldname)) {
+        received.fields[part.fieldname as (typeof FIELDS)[number]] = String(part.value);
+      }
+      continue;
+    }
+    if (part.fieldname !== 'file' || received.fileSha256 !== null) {
+      part.file.resume();
+      throw httpError(422, ERROR_CODES.invalidRequest, 'send exactly one file, in the field named file');
+    }
+    received.fileName = part.filename || null;
+    const hash = createHash('sha256');
+    const tap = new PassThrough({
+      transform(chunk: Buffer, _encoding, done) {
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    if (store) {
+      const staging = deps.jobService.stageInput(tap);
+      // If the store gives up first, the tap must fail too, or the request would stall unread.
+      staging.catch((e: unknown) => tap.destroy(e as Error));
+      try {
+        await pipeline(part.file, tap);
+      } catch (e: unknown) {
+        await staging.catch(() => undefined);
+        throw e;
+      }
+      received.staged = await staging;
+    } else {
+      await pipeline(part.file, tap, new Writable({ write: (_chunk, _encoding, done) => done() }));
+    }
+    if ((part.file as { truncated?: boolean }).truncated) throw tooLarge(deps);
+    received.fileSha256 = hash.digest('hex');
+  }
+  return received;
+}
+
+function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  const raw = request.headers['idempotency-key'];
+  if (raw === undefined) return undefined;
+  const key = Array.isArray(raw) ? raw[0] : raw;
+  if (!key || key.length > 255) throw httpError(422, ERROR_CODES.invalidRequest, 'Idempotency-Key must be 1 to 255 characters');
+  return key;
+}
+
+function tooLarge(deps: ApiDeps): AppError {
+  return httpError(413, ERROR_CODES.payloadTooLarge, `file is larger than ${deps.settings.maxUploadBytes} bytes`);
+}
+
+/** Multipart's own limit errors carry 413; everything else keeps its meaning. */
+function uploadError(e: unknown): unknown {
+  if (isAppError(e)) return e;
+  const code = systemCodeOf(e);
+  if (code === 'FST_REQ_FILE_TOO_LARGE' || code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') {
+    return new AppError(ERROR_CODES.payloadTooLarge, 'upload is larger than allowed', { statusCode: 413, cause: e });
+  }
+  return e;
+}

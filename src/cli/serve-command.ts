@@ -1,0 +1,29 @@
+import { Worker } from '../jobs/worker.js';
+import { openApi } from '../main/open-api.js';
+import type { Engine } from '../main/open-engine.js';
+import { parseCommand, positiveInt, type CliIo } from './cli-io.js';
+
+export const SERVE_USAGE = 'sluice serve [--port N] [--host H] [--no-worker]';
+
+/**
+ * The HTTP API and, unless told otherwise, job workers in the same process. SIGTERM or SIGINT:
+ * stop taking requests, let in-flight requests and the current batches finish, release leases.
+ */
+export async function serveCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
+  const { values } = parseCommand(args, { port: { type: 'string' }, host: { type: 'string', default: '0.0.0.0' }, 'no-worker': { type: 'boolean', default: false } }, 0);
+  const port = positiveInt(values.port as string | undefined, '--port', engine.config.port);
+  const app = await openApi(engine);
+  const address = await app.listen({ port, host: values.host as string });
+  const worker = engine.config.api.runWorker && !values['no-worker'] ? new Worker(engine.deps) : undefined;
+  const working = worker?.run({ concurrency: engine.config.jobs.workerConcurrency });
+  io.stderr.write(`sluice API listening on ${address}${worker ? ` with worker ${worker.id}` : ''}\n`);
+
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  io.stderr.write('stopping: finishing in-flight requests and batches\n');
+  worker?.stop();
+  await Promise.all([app.close(), working]);
+  return 0;
+}

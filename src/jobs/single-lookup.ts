@@ -1,0 +1,49 @@
+import { randomUUID } from 'node:crypto';
+import type { Pipeline } from '../../pipelines/pipeline.js';
+import { DAY_MS } from '../shared/clock.js';
+import { AppError, ERROR_CODES } from '../shared/errors.js';
+import type { EngineDeps } from './engine-deps.js';
+import { lookupBatch } from './lookup-batch.js';
+
+export type SingleLookup<R> =
+  | { ok: true; key: string; result: R; credits: 0 | 1; cached: boolean }
+  | { ok: false; reason: 'invalid'; code: string }
+  | { ok: false; reason: 'insufficient_credits' }
+  | { ok: false; reason: 'unavailable' }
+  | { ok: false; reason: 'failed'; code: string };
+
+/**
+ * One lookup for the single endpoints, on the same billing cache and result cache as bulk jobs:
+ * an address a job paid for is a free repeat here, and the other way round. A failed lookup is
+ * never charged; the charge commits in one transaction with the result it pays for.
+ */
+export async function singleLookup<R>(deps: EngineDeps, pipeline: Pipeline<R>, accountId: string, raw: string): Promise<SingleLookup<R>> {
+  const normalised = pipeline.normalise(raw);
+  if (!normalised.ok) return { ok: false, reason: 'invalid', code: normalised.code };
+  const { key } = normalised;
+  const kind = pipeline.lookupKind;
+  const provider = deps.providers.get(kind);
+  if (!provider) return { ok: false, reason: 'unavailable' };
+  const since = deps.clock.now() - deps.repeatFreeDays * DAY_MS;
+  const repeat = deps.billing.freshlyBilled(accountId, kind, [key], since).has(key);
+  if (!repeat && deps.billing.available(accountId) <= 0) return { ok: false, reason: 'insufficient_credits' };
+
+  const cached = deps.results.getMany<R>(kind, [key], since).get(key);
+  let result = cached;
+  if (result === undefined) {
+    const outcome = (await lookupBatch([key], { accountId, provider, limiters: deps.limiters })).get(key)!;
+    if (!outcome.ok) return { ok: false, reason: 'failed', code: outcome.code };
+    result = outcome.result as R;
+  }
+  const now = deps.clock.now();
+  return deps.db.transaction((): SingleLookup<R> => {
+    const charge = deps.billing.chargeBatch({ accountId, kind, keys: [key], jobId: 'single', batchId: randomUUID(), now, since });
+    if (charge.unpaidFrom !== undefined) return { ok: false, reason: 'insufficient_credits' };
+    if (cached === undefined) deps.results.put(kind, key, result, now);
+    return { ok: true, key, result: result as R, credits: charge.charged.has(key) ? 1 : 0, cached: cached !== undefined };
+  })();
+}
+
+export function assertNever(value: never): never {
+  throw new AppError(ERROR_CODES.internal, `unexpected ${String(value)}`);
+}
