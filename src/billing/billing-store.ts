@@ -82,9 +82,13 @@ export class BillingStore {
   createAccount(input: { id?: string; email?: string | null; passwordHash?: string | null; credits: number; now: number }): Account {
     const id = input.id ?? `acc_${randomUUID()}`;
     this.db.transaction(() => {
+      if (this.account(id)) throw new AppError(ERROR_CODES.accountExists, `an account with id ${id} exists already`, { statusCode: 409 });
+      if (input.email && this.credentials(input.email)) {
+        throw new AppError(ERROR_CODES.accountExists, `an account with email ${input.email} exists already`, { statusCode: 409 });
+      }
       this.stmts.insertAccount.run(id, input.email ?? null, input.passwordHash ?? null, 'active', input.now);
       if (input.credits > 0) this.addCredits(id, input.credits, 'grant', input.now);
-    })();
+    }).immediate();
     return this.requireAccount(id);
   }
 
@@ -128,7 +132,7 @@ export class BillingStore {
       this.requireAccount(accountId);
       this.stmts.insertLedger.run(creditLedgerId(), accountId, amount, reason, null, null, now);
       this.stmts.addCredits.run(amount, accountId);
-    })();
+    }).immediate();
     return this.requireAccount(accountId);
   }
 

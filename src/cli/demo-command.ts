@@ -1,8 +1,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../config/load-config.js';
+import { readCsvRows } from '../jobs/csv-reader.js';
+import { csvLine } from '../jobs/csv-writer.js';
 import { openEngine } from '../main/open-engine.js';
 import { createLogger } from '../shared/logger.js';
 import { parseCommand, type CliIo } from './cli-io.js';
@@ -39,9 +42,9 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
     const url = await engine.jobService.downloadUrl(first.summary.id, 'found', config.presignExpiresSeconds);
     const response = await fetch(url.url);
     const body = await response.text();
-    const rows = body.trimEnd().split('\n');
+    const rows = await parseCsv(body);
     say(`   GET ${url.url.split('?')[0]}?X-Amz-... -> HTTP ${response.status}, ${rows.length - 1} rows, expires ${url.expiresAt.toISOString()}`);
-    for (const line of rows.slice(0, 4)) say(`   ${line}`);
+    for (const row of rows.slice(0, 4)) say(`   ${csvLine(row).trimEnd()}`);
     const local = fs.readFileSync(first.files.found!, 'utf8');
     say(`   same bytes as ${path.relative(process.cwd(), first.files.found!)}: ${local === body ? 'yes' : 'NO'}\n`);
     if (response.status !== 200 || local !== body) return 1;
@@ -49,7 +52,9 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
     say('4. the same file again for the same account:');
     const second = await runJob(engine, { file, type: 'gender', accountId: account.id, outDir: path.join(dataDir, 'second'), progress: io.stderr });
     say(formatJob(second.summary));
-    const cachedRows = fs.readFileSync(second.files.all!, 'utf8').split('\n').filter((l) => l.endsWith(',ok,0,true,')).length;
+    const repeat = await parseCsv(fs.readFileSync(second.files.all!, 'utf8'));
+    const column = (name: string) => repeat[0]!.indexOf(name);
+    const cachedRows = repeat.filter((r) => r[column('status')] === 'ok' && r[column('cached')] === 'true' && r[column('credits')] === '0').length;
     const balance = engine.deps.billing.requireAccount(account.id).credits;
     say(`   repeat run: ${second.summary.credits_used} credits, ${cachedRows} rows answered from cache; balance now ${balance}`);
     say(`\nresults: ${path.dirname(first.files.all!)} and ${path.dirname(second.files.all!)}`);
@@ -57,6 +62,12 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
   } finally {
     await engine.close();
   }
+}
+
+async function parseCsv(text: string): Promise<string[][]> {
+  const rows: string[][] = [];
+  for await (const batch of readCsvRows(Readable.from([Buffer.from(text)]), { maxLineBytes: 1 << 20 })) rows.push(...batch);
+  return rows;
 }
 
 function fixtureFile(): string {

@@ -35,6 +35,7 @@ export function progressReporter(out: NodeJS.WriteStream, now: () => number = Da
 
 export function describe(summary: JobSummary, seconds: number): string {
   const { processed, total } = summary.rows;
+  if (summary.status === 'failed' || summary.status === 'cancelled') return `${summary.status}: ${summary.reason ?? ''}`;
   if (total === null) return `${summary.status}: reading and checking the file...`;
   const width = 24;
   const filled = Math.round((Math.min(summary.percent, 100) / 100) * width);

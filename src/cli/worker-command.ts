@@ -1,5 +1,6 @@
 import { Worker } from '../jobs/worker.js';
 import type { Engine } from '../main/open-engine.js';
+import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, positiveInt, type CliIo } from './cli-io.js';
 
 export const WORKER_USAGE = 'sluice worker [--concurrency N]';
@@ -8,6 +9,7 @@ export const WORKER_USAGE = 'sluice worker [--concurrency N]';
 export async function workerCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
   const { values } = parseCommand(args, { concurrency: { type: 'string' } }, 0);
   const concurrency = positiveInt(values.concurrency as string | undefined, '--concurrency', engine.config.jobs.workerConcurrency);
+  if (concurrency < 1) throw new AppError(ERROR_CODES.badArgument, '--concurrency must be at least 1');
   const worker = new Worker(engine.deps);
   const stop = () => worker.stop();
   process.once('SIGTERM', stop);

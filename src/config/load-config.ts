@@ -202,7 +202,7 @@ function optionalUrl(name: string, describe: string): Setting<string | undefined
       try {
         url = new URL(raw);
       } catch (e: unknown) {
-        throw new AppError(ERROR_CODES.badConfig, `${name} must be a URL, got "${raw}"`, { cause: e });
+        throw new AppError(ERROR_CODES.badConfig, `${name} must be a URL, got "${raw}"`, { cause: e, details: { variable: name } });
       }
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad(name, 'must be an http or https URL');
       return raw.replace(/\/+$/, '');

@@ -40,9 +40,8 @@ interface PapaStepResult {
  *   `MissingQuotes`) swallows every later line into one cell, and a stray quote inside a quoted
  *   field (`InvalidQuotes`) makes papaparse run the field on to the next quote it finds, merging
  *   rows. Either way rows would vanish without a trace, so the file is refused with the record
- *   number. The code is `line_too_long` because the record does run on, to the end of the file:
- *   the same unclosed quote farther from the end trips the size guard with that very code.
- *   `details.reason` tells the cases apart.
+ *   number and code `malformed_csv` (`details.reason` tells the cases apart). The same unclosed
+ *   quote far from the end of a large file trips the size guard first, as `line_too_long`.
  * - Papaparse's leniencies stay: blanks between a closing quote and the next comma or line end are
  *   dropped, and a quote inside an unquoted field (`ab"c`) is plain data.
  */

@@ -128,7 +128,7 @@ export class JobStore {
          WHERE id = @id AND lease_epoch = @epoch AND status = 'running' AND phase = 'split'`,
       ),
       advanceChunk: db.prepare(
-        'UPDATE job_chunks SET cursor = cursor + @rows WHERE job_id = @jobId AND chunk_index = @chunkIndex AND lease_epoch = @epoch AND lease_owner = @owner AND cursor = @expectedCursor',
+        'UPDATE job_chunks SET cursor = cursor + @rows, attempts = 0 WHERE job_id = @jobId AND chunk_index = @chunkIndex AND lease_epoch = @epoch AND lease_owner = @owner AND cursor = @expectedCursor',
       ),
       addCounters: db.prepare(
         `UPDATE jobs SET processed_rows = processed_rows + @processed, found_rows = found_rows + @found,
@@ -259,7 +259,7 @@ export class JobStore {
       if (changed !== 1) throw leaseLost(`split of ${jobId}`);
       split.chunks.forEach((c, i) => this.s.insertChunk.run(jobId, i, c.firstRow, c.rowCount));
       if (split.chunks.length === 0) this.s.toAssemble.run(now, jobId);
-    })();
+    }).immediate();
   }
 
   /**
@@ -289,7 +289,7 @@ export class JobStore {
       if (this.s.markChunkDone.run(jobId, chunkIndex, lease.epoch).changes !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
       this.s.deleteOutputs.run(jobId, chunkIndex);
       if ((this.s.pendingChunks.get(jobId) as { n: number }).n === 0) this.s.toAssemble.run(now, jobId);
-    })();
+    }).immediate();
   }
 
   /** Completes the job and records its event in the outbox, in one transaction. */
@@ -298,7 +298,7 @@ export class JobStore {
       const changed = this.s.complete.run({ id: jobId, epoch: lease.epoch, ...keys, now }).changes;
       if (changed !== 1) throw leaseLost(`assembly of ${jobId}`);
       this.s.insertOutbox.run(event.id, event.event, event.accountId, JSON.stringify(event.payload), now);
-    })();
+    }).immediate();
   }
 
   /**
@@ -326,7 +326,7 @@ export class JobStore {
         this.s.insertOutbox.run(e.id, e.event, e.accountId, JSON.stringify(e.payload), input.now);
       }
       return this.require(jobId);
-    })();
+    }).immediate();
   }
 }
 

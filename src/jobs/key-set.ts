@@ -2,7 +2,7 @@
  * The set of keys seen so far in one job's split, for in-file dedupe. It stores a 127-bit hash of
  * each key (16 bytes a key, about 32 MB at a million keys with the table half full) instead of the
  * strings (about 100 MB), so memory stays flat in the row width. Two keys are confused only if
- * all four independent 32-bit lanes collide: about n^2 / 2^128, i.e. 1.5e-27 at a million keys.
+ * all four independent 32-bit lanes collide: about n^2 / 2^128, i.e. 3e-27 at a million keys.
  */
 export class KeySet {
   private table: Uint32Array;

@@ -110,7 +110,7 @@ async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number)
       deps.billing.releaseJobReservations(job.id);
     }
     return { committed: stopAt, paused: outOfCredits };
-  })();
+  }).immediate();
 }
 
 function outcomeOf(row: ChunkRow, cached: Map<string, unknown>, answers: Map<string, LookupOutcome<unknown>>): LookupOutcome<unknown> | undefined {
@@ -157,7 +157,7 @@ function line(width: number, original: string[], result: string[], status: strin
   // Short rows are padded so that the result columns stay under their headers.
   while (cells.length < width) cells.push('');
   for (const cell of result) cells.push(escapeFormula(cell));
-  cells.push(status, String(credits), cached ? 'true' : 'false', error);
+  cells.push(status, String(credits), cached ? 'true' : 'false', escapeFormula(error));
   return csvLine(cells);
 }
 

@@ -41,7 +41,7 @@ export async function singleLookup<R>(deps: EngineDeps, pipeline: Pipeline<R>, a
     if (charge.unpaidFrom !== undefined) return { ok: false, reason: 'insufficient_credits' };
     if (cached === undefined) deps.results.put(kind, key, result, now);
     return { ok: true, key, result: result as R, credits: charge.charged.has(key) ? 1 : 0, cached: cached !== undefined };
-  })();
+  }).immediate();
 }
 
 export function assertNever(value: never): never {

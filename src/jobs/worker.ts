@@ -137,7 +137,9 @@ export class Worker {
       const reason = isInputError(error) ? error.code : ERROR_CODES.internal;
       const ended = { ...job, status: JOB_STATUSES.failed, reason, errorMessage: error.message, finishedAt: now };
       jobs.transition(jobId, JOB_STATUSES.failed, { reason, message: error.message, now, event: jobEndEvent(ended, now) });
-      log.error({ jobId, err: error }, 'job failed');
+      // A caller's bad file is an outcome, not a fault of ours: no stack, no error level.
+      if (reason === ERROR_CODES.internal) log.error({ jobId, err: error }, 'job failed');
+      else log.info({ jobId, reason, message: error.message }, 'job rejected its input');
     }
     billing.releaseJobReservations(jobId);
   }

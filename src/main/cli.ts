@@ -41,6 +41,12 @@ const COMMANDS: Record<string, Command> = {
 // would otherwise open every command's output. An operator can still turn it back on.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
+// `sluice jobs download ID | head` closes the pipe early: that is the reader's choice, not an error.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw e;
+});
+
 async function main(argv: string[]): Promise<number> {
   const io: CliIo = { stdout: process.stdout, stderr: process.stderr };
   const [name, ...args] = argv;

@@ -55,6 +55,7 @@ export function migrate(db: Db, dir = migrationsDir()): void {
 /** tsc does not copy .sql files: from dist/ the migrations are read from the source tree. */
 function migrationsDir(): string {
   if (fs.existsSync(MIGRATIONS_DIR)) return MIGRATIONS_DIR;
-  const fromDist = MIGRATIONS_DIR.replace(`${path.sep}dist${path.sep}`, path.sep);
-  return fromDist;
+  const marker = `${path.sep}dist${path.sep}`;
+  const at = MIGRATIONS_DIR.lastIndexOf(marker);
+  return at < 0 ? MIGRATIONS_DIR : MIGRATIONS_DIR.slice(0, at) + path.sep + MIGRATIONS_DIR.slice(at + marker.length);
 }

@@ -1,0 +1,51 @@
+# syntax=docker/dockerfile:1
+
+# Build stage: compiles better-sqlite3 (when no prebuilt binary fits) and the TypeScript.
+FROM node:22-bookworm-slim AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+
+# Dependencies first, so that a source change does not rebuild the native module. `prepare` (the
+# TypeScript build) needs the sources, so scripts are skipped here and better-sqlite3's own install
+# script is run on its own.
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts \
+ && npm rebuild better-sqlite3
+
+COPY tsconfig.json ./
+COPY src ./src
+COPY pipelines ./pipelines
+COPY fixtures ./fixtures
+RUN npm run build \
+ && npm prune --omit=dev
+
+# Runtime stage: no compiler, no dev dependencies, no TypeScript sources.
+FROM node:22-bookworm-slim
+ENV NODE_ENV=production \
+    SLUICE_DATA_DIR=/data
+WORKDIR /app
+RUN groupadd --system sluice \
+ && useradd --system --gid sluice --home-dir /app --no-create-home --shell /usr/sbin/nologin sluice \
+ && mkdir -p /data \
+ && chown sluice:sluice /data
+
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# tsc does not copy .sql files; from dist/ the engine reads them from the source tree's path.
+COPY --from=build /app/src/storage/sqlite/migrations ./src/storage/sqlite/migrations
+# `sluice demo` runs over this fixture.
+COPY --from=build /app/fixtures/gender-10k.csv ./fixtures/gender-10k.csv
+
+# The SQLite database and the embedded S3 server's objects. Owned by `sluice` before VOLUME, so a
+# fresh named volume starts out writable for it.
+VOLUME /data
+USER sluice
+
+# `sluice serve` (the HTTP API, with its own workers) listens on SLUICE_PORT when run with `serve`.
+EXPOSE 8080
+ENTRYPOINT ["node", "dist/src/main/cli.js"]
+# Job workers only. Run the image with `serve` for the HTTP API.
+CMD ["worker"]

@@ -1,0 +1,67 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ACCOUNTS_USAGE } from '../../src/cli/accounts-command.js';
+import { DEMO_USAGE } from '../../src/cli/demo-command.js';
+import { JOBS_USAGE } from '../../src/cli/jobs-command.js';
+import { KEYS_USAGE } from '../../src/cli/keys-command.js';
+import { RUN_USAGE } from '../../src/cli/run-command.js';
+import { SERVE_USAGE } from '../../src/cli/serve-command.js';
+import { WORKER_USAGE } from '../../src/cli/worker-command.js';
+import { SETTINGS } from '../../src/config/load-config.js';
+
+const README = fs.readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
+const USAGE_LINES = [SERVE_USAGE, RUN_USAGE, WORKER_USAGE, ...JOBS_USAGE, ...ACCOUNTS_USAGE, ...KEYS_USAGE, DEMO_USAGE];
+
+/** The settings table's row for one variable: the line that starts with its name in a cell. */
+function settingsRow(name: string): string | undefined {
+  return README.split('\n').find((line) => line.startsWith(`| \`${name}\` |`));
+}
+
+/** How the table writes a default: the value in backticks, or `unset` for no default. */
+function documentedDefault(fallback: unknown): string {
+  return fallback === undefined ? '| unset |' : `| \`${String(fallback)}\` |`;
+}
+
+describe('README.md settings table', () => {
+  const settings = Object.values(SETTINGS);
+
+  it.each(settings.map((s) => [s.name, s.fallback] as const))('documents %s with its default %j', (name, fallback) => {
+    const row = settingsRow(name);
+    expect(row, `no table row for ${name}`).toBeDefined();
+    expect(row).toContain(documentedDefault(fallback));
+  });
+
+  it('names no SLUICE_* variable that loadConfig does not know', () => {
+    const known = new Set(settings.map((s) => s.name));
+    const mentioned = new Set(README.match(/\bSLUICE_[A-Z0-9_]+\b/g) ?? []);
+    expect([...mentioned].filter((name) => !known.has(name))).toEqual([]);
+  });
+});
+
+describe('README.md command reference', () => {
+  it.each(USAGE_LINES.map((line) => [line]))('quotes the usage line %j verbatim', (line) => {
+    expect(README.split('\n')).toContain(line);
+  });
+
+  const commands = [...new Set(USAGE_LINES.map((line) => line.split(' ').slice(0, 2).join(' ')))];
+  it.each(commands.map((command) => [command]))('has a section or table entry for `%s`', (command) => {
+    expect(README).toMatch(new RegExp(`\`${command}[ \`]`));
+  });
+
+  // `sluice accounts suspend ID | reinstate ID` names two subcommands; the README may write the second alone.
+  const subcommands = USAGE_LINES.flatMap((line) => {
+    const words = line.split(' ');
+    const names = words.filter((word, i) => /^[a-z][a-z-]*$/.test(word) && (i === 2 || words[i - 1] === '|'));
+    return names.map((name, i) => (i === 0 ? `${words[0]} ${words[1]} ${name}` : name));
+  });
+  it.each(subcommands.map((name) => [name]))('describes `%s`', (subcommand) => {
+    expect(README).toMatch(new RegExp(`\`${subcommand}[ \`]`));
+  });
+});
+
+describe('README.md entry points', () => {
+  it.each([['npm install && npm run demo'], ['npm install && npm test']])('shows `%s` verbatim in a code block of its own', (command) => {
+    expect(README).toContain(`\n\`\`\`sh\n${command}\n\`\`\`\n`);
+  });
+});
