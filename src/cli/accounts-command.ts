@@ -1,6 +1,6 @@
 import { hashPassword } from '../auth/passwords.js';
 import type { Account } from '../billing/billing-store.js';
-import type { Engine } from '../main/open-engine.js';
+import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, positiveInt, printJson, type CliIo } from './cli-io.js';
 

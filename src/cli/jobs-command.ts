@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter, type JobStatus } from '../jobs/job-states.js';
 import { jobSummary } from '../jobs/job-summary.js';
-import type { Engine } from '../main/open-engine.js';
+import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, positiveInt, printJson, type CliIo } from './cli-io.js';
 import { formatJob } from './format-job.js';

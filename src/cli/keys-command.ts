@@ -1,6 +1,5 @@
 import { ROLES, type Role } from '../auth/key-store.js';
-import { apiDeps } from '../main/open-api.js';
-import type { Engine } from '../main/open-engine.js';
+import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 
@@ -13,7 +12,7 @@ export const KEYS_USAGE = [
 /** Operators' key management; the secret is printed once, at creation. */
 export async function keysCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = args;
-  const { keys } = apiDeps(engine);
+  const { keys } = engine.auth;
   const now = engine.deps.clock.now();
   switch (sub) {
     case 'create': {

@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { EXPORT_FILTERS, JOB_STATUSES, TERMINAL_STATUSES } from '../jobs/job-states.js';
 import { jobSummary, type JobSummary } from '../jobs/job-summary.js';
 import { Worker } from '../jobs/worker.js';
-import type { Engine } from '../main/open-engine.js';
+import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 import { formatJob } from './format-job.js';

@@ -1,5 +1,5 @@
 import { Worker } from '../jobs/worker.js';
-import type { Engine } from '../main/open-engine.js';
+import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, positiveInt, type CliIo } from './cli-io.js';
 

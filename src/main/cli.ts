@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 import { accountsCommand, ACCOUNTS_USAGE } from '../cli/accounts-command.js';
 import type { CliIo } from '../cli/cli-io.js';
-import { demoCommand, DEMO_USAGE } from '../cli/demo-command.js';
+import { demoCommand, DEMO_USAGE } from './demo.js';
 import { jobsCommand, JOBS_USAGE } from '../cli/jobs-command.js';
 import { keysCommand, KEYS_USAGE } from '../cli/keys-command.js';
 import { runCommand, RUN_USAGE } from '../cli/run-command.js';
-import { serveCommand, SERVE_USAGE } from '../cli/serve-command.js';
+import { serveCommand, SERVE_USAGE } from './serve.js';
 import { workerCommand, WORKER_USAGE } from '../cli/worker-command.js';
 import { loadConfig } from '../config/load-config.js';
 import { isAppError, toAppError } from '../shared/errors.js';

@@ -2,10 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { dataDirSecret } from './data-dir-secret.js';
 import fs from 'node:fs';
 import path from 'node:path';
+import { KeyStore } from '../auth/key-store.js';
+import { SessionStore } from '../auth/session-store.js';
 import { BillingStore } from '../billing/billing-store.js';
 import type { Config } from '../config/load-config.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
+import type { Engine } from '../jobs/engine.js';
 import { JobService } from '../jobs/job-service.js';
+
+export type { Engine };
 import { JobStore } from '../jobs/job-store.js';
 import { EmbeddedGenderEngine } from '../lookups/gender/embedded-gender-engine.js';
 import { Limiters } from '../lookups/limiters.js';
@@ -17,13 +22,6 @@ import { ensureEmbeddedS3, withFailover } from '../storage/s3/embedded-s3-server
 import type { ObjectStore } from '../storage/s3/object-store.js';
 import { S3ObjectStore } from '../storage/s3/s3-object-store.js';
 import { openDatabase } from '../storage/sqlite/open-database.js';
-
-export interface Engine {
-  readonly config: Config;
-  readonly deps: EngineDeps;
-  readonly jobService: JobService;
-  close(): Promise<void>;
-}
 
 
 /** Builds the real dependencies from configuration: the one place that knows what is real. */
@@ -45,10 +43,16 @@ export async function openEngine(config: Config, log: Logger, clock: Clock = sys
     providers,
     limiters: new Limiters(config.jobs.accountConcurrency, config.jobs.providerConcurrency),
   };
+  // Seals newly created API keys for the reveal window; one per data dir, never in the database.
+  const sealKey = Buffer.from(dataDirSecret(config.dataDir, 'seal.key', () => randomBytes(32).toString('base64')), 'base64');
   return {
     config,
     deps,
     jobService: new JobService(deps),
+    auth: {
+      keys: new KeyStore(db, sealKey, config.api.keyRevealSeconds * 1000),
+      sessions: new SessionStore(db, config.api.sessionTtlSeconds * 1000),
+    },
     async close() {
       await closeObjects();
       db.close();

@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ACCOUNTS_USAGE } from '../../src/cli/accounts-command.js';
-import { DEMO_USAGE } from '../../src/cli/demo-command.js';
+import { DEMO_USAGE } from '../../src/main/demo.js';
 import { JOBS_USAGE } from '../../src/cli/jobs-command.js';
 import { KEYS_USAGE } from '../../src/cli/keys-command.js';
 import { RUN_USAGE } from '../../src/cli/run-command.js';
-import { SERVE_USAGE } from '../../src/cli/serve-command.js';
+import { SERVE_USAGE } from '../../src/main/serve.js';
 import { WORKER_USAGE } from '../../src/cli/worker-command.js';
 import { SETTINGS } from '../../src/config/load-config.js';
 

@@ -9,7 +9,9 @@ import s3rverAccounts from 's3rver/lib/models/account.js';
 import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ObjectStore } from './object-store.js';
-import { accessDeniedXml, checkPresigned, hasQueryAuth } from './presign-check.js';
+import { checkHeaderSigned } from './header-auth-check.js';
+import { checkPresigned, hasQueryAuth } from './presign-check.js';
+import { s3ErrorXml } from './sigv4.js';
 
 export interface EmbeddedS3Options {
   dataDir: string;
@@ -38,6 +40,10 @@ const PROBE_TIMEOUT_MS = 2_000;
 /** Requests in flight for other processes get this long to finish when the host stops. */
 const CLOSE_GRACE_MS = 2_000;
 const CLAIM_ATTEMPTS = 10;
+const S3RVER_DEFAULT_KEY_ID = 'S3RVER';
+
+/** s3rver's account model has this too; its declaration here lists only createKeyPair. */
+type RevocableAccount = { revokeAccessKey(accessKeyId: string): void };
 
 /**
  * Finds or starts the one embedded S3 server of a data dir. The port is chosen once and recorded in
@@ -49,6 +55,9 @@ export async function ensureEmbeddedS3(options: EmbeddedS3Options): Promise<Embe
   // Another data dir's server may later sit on a port this one recorded; the identity tells them apart.
   const identity = createHash('sha256').update(await fs.realpath(s3Dir)).digest('hex').slice(0, 32);
   s3rverAccounts.DUMMY_ACCOUNT.createKeyPair(options.accessKeyId, options.secretAccessKey);
+  // s3rver ships the key pair S3RVER/S3RVER and checks V2 signatures made with it. The front refuses
+  // V2 anyway; without the key, s3rver would too.
+  if (options.accessKeyId !== S3RVER_DEFAULT_KEY_ID) (s3rverAccounts.DUMMY_ACCOUNT as typeof s3rverAccounts.DUMMY_ACCOUNT & RevocableAccount).revokeAccessKey(S3RVER_DEFAULT_KEY_ID);
   const embedded = new EmbeddedS3Server(options, s3Dir, identity);
   await embedded.start();
   return embedded;
@@ -163,8 +172,10 @@ class EmbeddedS3Server implements EmbeddedS3 {
 }
 
 /**
- * s3rver verifies neither SigV4 signatures nor, for anonymous requests, anything at all; this
- * refuses what real S3 with a private bucket would refuse before handing the request on.
+ * s3rver verifies no SigV4 signature at all (it only looks the access key id up) and lets
+ * anonymous requests through; this refuses what real S3 with a private bucket would refuse before
+ * handing the request on. Only the two ways the AWS SDK signs get through: a presigned URL or an
+ * `Authorization: AWS4-HMAC-SHA256` header, each checked against our own key pair.
  */
 function frontHandler(s3: http.RequestListener, credentials: EmbeddedS3Options, identity: string): http.RequestListener {
   return (req, res) => {
@@ -173,21 +184,39 @@ function frontHandler(s3: http.RequestListener, credentials: EmbeddedS3Options, 
       res.writeHead(200, { 'content-type': 'text/plain' }).end(identity);
       return;
     }
-    let denial: string | undefined;
-    if (hasQueryAuth(url)) {
-      const { accessKeyId, secretAccessKey } = credentials;
-      const verdict = checkPresigned({ method: req.method ?? 'GET', url, headers: req.headers, now: Date.now(), accessKeyId, secretAccessKey });
-      if (!verdict.ok) denial = verdict.message;
-    } else if (req.headers.authorization === undefined && !/[?&]Signature=/.test(url)) {
-      denial = 'Access Denied';
+    let denial: { code: string; message: string } | undefined;
+    try {
+      denial = authorize(req.method ?? 'GET', url, req.headers, credentials);
+    } catch (e: unknown) {
+      // A check that throws must refuse, not take the process down with it.
+      credentials.log?.warn({ err: e }, 'embedded S3 request check failed');
+      denial = { code: 'AccessDenied', message: 'Access Denied' };
     }
     if (denial === undefined) {
       s3(req, res);
       return;
     }
-    const body = accessDeniedXml(denial);
+    // The request body, if any, is read and dropped by Node once this response ends.
+    const body = s3ErrorXml(denial.code, denial.message);
     res.writeHead(403, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) }).end(body);
   };
+}
+
+/** Why the request may not reach s3rver, or undefined when it may. */
+function authorize(method: string, url: string, headers: http.IncomingHttpHeaders, credentials: EmbeddedS3Options): { code: string; message: string } | undefined {
+  const { accessKeyId, secretAccessKey } = credentials;
+  const now = Date.now();
+  if (hasQueryAuth(url)) {
+    if (headers.authorization !== undefined) return { code: 'InvalidRequest', message: 'Only one auth mechanism allowed' };
+    const verdict = checkPresigned({ method, url, headers, now, accessKeyId, secretAccessKey });
+    return verdict.ok ? undefined : { code: 'AccessDenied', message: verdict.message };
+  }
+  if (headers.authorization !== undefined) {
+    const verdict = checkHeaderSigned({ method, url, headers, now, accessKeyId, secretAccessKey });
+    return verdict.ok ? undefined : { code: verdict.code, message: verdict.message };
+  }
+  // Anonymous, or V2 query signing (`?AWSAccessKeyId=…&Signature=…`), which the SDK never sends.
+  return { code: 'AccessDenied', message: 'Access Denied' };
 }
 
 type ProbeAnswer = 'ours' | 'foreign' | 'nobody';

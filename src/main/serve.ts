@@ -1,7 +1,7 @@
 import { Worker } from '../jobs/worker.js';
-import { openApi } from '../main/open-api.js';
-import type { Engine } from '../main/open-engine.js';
-import { parseCommand, positiveInt, type CliIo } from './cli-io.js';
+import { openApi } from './open-api.js';
+import type { Engine } from './open-engine.js';
+import { parseCommand, positiveInt, type CliIo } from '../cli/cli-io.js';
 
 export const SERVE_USAGE = 'sluice serve [--port N] [--host H] [--no-worker]';
 

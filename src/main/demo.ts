@@ -6,11 +6,11 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../config/load-config.js';
 import { readCsvRows } from '../jobs/csv-reader.js';
 import { csvLine } from '../jobs/csv-writer.js';
-import { openEngine } from '../main/open-engine.js';
+import { openEngine } from './open-engine.js';
 import { createLogger } from '../shared/logger.js';
-import { parseCommand, type CliIo } from './cli-io.js';
-import { formatJob } from './format-job.js';
-import { runJob } from './run-command.js';
+import { parseCommand, type CliIo } from '../cli/cli-io.js';
+import { formatJob } from '../cli/format-job.js';
+import { runJob } from '../cli/run-command.js';
 
 export const DEMO_USAGE = 'sluice demo [--data-dir DIR] [--file CSV]';
 

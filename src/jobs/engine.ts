@@ -1,0 +1,14 @@
+import type { KeyStore } from '../auth/key-store.js';
+import type { SessionStore } from '../auth/session-store.js';
+import type { Config } from '../config/load-config.js';
+import type { EngineDeps } from './engine-deps.js';
+import type { JobService } from './job-service.js';
+
+/** An open engine: what commands and the API work with. Built by src/main/open-engine.ts. */
+export interface Engine {
+  readonly config: Config;
+  readonly deps: EngineDeps;
+  readonly jobService: JobService;
+  readonly auth: { readonly keys: KeyStore; readonly sessions: SessionStore };
+  close(): Promise<void>;
+}
