@@ -1,10 +1,11 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/shared/clock.js';
 import { AppError, ERROR_CODES } from '../../src/shared/errors.js';
@@ -175,6 +176,130 @@ describe('S3ObjectStore against the embedded server', () => {
     expect(res.status).toBe(403);
   });
 
+  describe('requests signed in the Authorization header', () => {
+    /** What anyone holding one download link knows: the access key id is in every presigned URL. */
+    async function leakedKeyId(): Promise<string> {
+      const { url } = await store.presignGet('results/any.csv', { expiresInSeconds: 600 });
+      return (new URL(url).searchParams.get('X-Amz-Credential') ?? '').split('/')[0] ?? '';
+    }
+
+    /** Well-formed in every way but the signature, which is made up. */
+    function forgedHeaders(keyId: string, { signedAt = Date.now(), signedHeaders = 'host;x-amz-content-sha256;x-amz-date' } = {}): Record<string, string> {
+      const date = new Date(signedAt).toISOString().replace(/[-:]|\.\d{3}/g, '');
+      return {
+        'x-amz-date': date,
+        'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+        authorization: `AWS4-HMAC-SHA256 Credential=${keyId}/${date.slice(0, 8)}/us-east-1/s3/aws4_request, SignedHeaders=${signedHeaders}, Signature=${'0'.repeat(64)}`,
+      };
+    }
+
+    /** The request exactly as given: plain http.request sets no header of its own but Host. */
+    function send(method: string, target: string, headers: Record<string, string>, body?: string): Promise<{ status: number; text: string }> {
+      return new Promise((resolve, reject) => {
+        const req = http.request(`${embedded.endpoint}${target}`, { method, headers }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+        });
+        req.on('error', reject).end(body);
+      });
+    }
+
+    /** Signs as the SDK does, with the real secret, to show these requests fail only for their signature. */
+    async function signedHeaders(method: string, target: string, payloadHash: string): Promise<Record<string, string>> {
+      const signer = new SignatureV4({ credentials, region: 'us-east-1', service: 's3', sha256: NodeSha256, uriEscapePath: false });
+      const { host, hostname, port } = new URL(embedded.endpoint);
+      const request = await signer.sign({
+        method,
+        protocol: 'http:',
+        hostname,
+        port: Number(port),
+        path: target,
+        query: {},
+        headers: { host, 'x-amz-content-sha256': payloadHash },
+      });
+      const { host: _host, ...rest } = request.headers;
+      return rest;
+    }
+
+    it('a forged GET, PUT or DELETE with a made-up signature is refused and changes nothing', async () => {
+      await store.putBytes('results/private.csv', 'secret');
+      const keyId = await leakedKeyId();
+      expect(keyId).toBe(credentials.accessKeyId);
+
+      const get = await send('GET', '/sluice/results/private.csv', forgedHeaders(keyId));
+      expect(get.status).toBe(403);
+      expect(get.text).toContain('<Code>SignatureDoesNotMatch</Code>');
+      expect(get.text).not.toContain('secret');
+
+      const overwrite = await send('PUT', '/sluice/results/private.csv', forgedHeaders(keyId), 'pwned');
+      const create = await send('PUT', '/sluice/results/planted.csv', forgedHeaders(keyId), 'pwned');
+      const remove = await send('DELETE', '/sluice/results/private.csv', forgedHeaders(keyId));
+      expect([overwrite.status, create.status, remove.status]).toEqual([403, 403, 403]);
+      expect(create.text).toContain('<Code>SignatureDoesNotMatch</Code>');
+
+      expect((await store.getBytes('results/private.csv')).toString()).toBe('secret');
+      expect(await store.head('results/planted.csv')).toBeUndefined();
+    });
+
+    it('the same requests signed with the real secret go through, so the forged ones failed on their signature alone', async () => {
+      const put = await send('PUT', '/sluice/results/signed.csv', await signedHeaders('PUT', '/sluice/results/signed.csv', 'UNSIGNED-PAYLOAD'), 'signed');
+      expect(put.status).toBe(200);
+      const get = await send('GET', '/sluice/results/signed.csv', await signedHeaders('GET', '/sluice/results/signed.csv', 'UNSIGNED-PAYLOAD'));
+      expect(get).toEqual({ status: 200, text: 'signed' });
+
+      // Replaying that signed GET for another key is refused.
+      await store.putBytes('results/other.csv', 'other');
+      const replayed = await send('GET', '/sluice/results/other.csv', await signedHeaders('GET', '/sluice/results/signed.csv', 'UNSIGNED-PAYLOAD'));
+      expect(replayed.status).toBe(403);
+      expect(replayed.text).toContain('<Code>SignatureDoesNotMatch</Code>');
+    });
+
+    it('a stale date, an unknown key and an unsigned x-amz-copy-source are refused', async () => {
+      await store.putBytes('results/private.csv', 'secret');
+      const staleRes = await send('GET', '/sluice/results/private.csv', forgedHeaders(credentials.accessKeyId, { signedAt: Date.now() - 20 * 60_000 }));
+      expect(staleRes.status).toBe(403);
+      expect(staleRes.text).toContain('<Code>RequestTimeTooSkewed</Code>');
+
+      const unknown = await send('GET', '/sluice/results/private.csv', forgedHeaders('S3RVER'));
+      expect(unknown.status).toBe(403);
+      expect(unknown.text).toContain('<Code>InvalidAccessKeyId</Code>');
+
+      const copy = await signedHeaders('PUT', '/sluice/results/copy.csv', 'UNSIGNED-PAYLOAD');
+      const copied = await send('PUT', '/sluice/results/copy.csv', { ...copy, 'x-amz-copy-source': '/sluice/results/private.csv' });
+      expect(copied.status).toBe(403);
+      expect(await store.head('results/copy.csv')).toBeUndefined();
+    });
+
+    it('V2 signatures made with s3rver’s built-in S3RVER/S3RVER key pair are refused', async () => {
+      await store.putBytes('results/private.csv', 'secret');
+      const expires = Math.floor(Date.now() / 1000) + 600;
+      const v2 = (stringToSign: string): string => createHmac('sha1', 'S3RVER').update(stringToSign).digest('base64');
+
+      const query = await send('GET', `/sluice/results/private.csv?AWSAccessKeyId=S3RVER&Expires=${expires}&Signature=${encodeURIComponent(v2(`GET\n\n\n${expires}\n/sluice/results/private.csv`))}`, {});
+      const header = await send('GET', '/sluice/results/private.csv', { authorization: `AWS S3RVER:${v2('GET\n\n\n\n/sluice/results/private.csv')}` });
+      const planted = await send('PUT', '/sluice/results/planted.csv', { authorization: `AWS S3RVER:${v2('PUT\n\n\n\n/sluice/results/planted.csv')}` }, 'pwned');
+
+      expect([query.status, header.status, planted.status]).toEqual([403, 403, 403]);
+      expect(query.text + header.text).not.toContain('secret');
+      expect(await store.head('results/planted.csv')).toBeUndefined();
+    });
+
+    it('a signed-header list naming `constructor` is refused without taking the server down', async () => {
+      await store.putBytes('results/private.csv', 'secret');
+      const { url } = await store.presignGet('results/private.csv', { expiresInSeconds: 600 });
+      const presigned = new URL(url);
+      presigned.searchParams.set('X-Amz-SignedHeaders', 'constructor;host');
+      const viaQuery = await fetch(presigned);
+      const viaHeader = await send(
+        'GET',
+        '/sluice/results/private.csv',
+        forgedHeaders(credentials.accessKeyId, { signedHeaders: 'constructor;host;x-amz-content-sha256;x-amz-date' }),
+      );
+      expect([viaQuery.status, viaHeader.status]).toEqual([403, 403]);
+      expect((await store.getBytes('results/private.csv')).toString()).toBe('secret');
+    });
+  });
+
   it('ensureBucket creates a missing bucket and is idempotent', async () => {
     const other = new S3ObjectStore({ ...settings, bucket: 'other-bucket' });
     extraStores.push(other);
@@ -241,4 +366,20 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/** Node's hashes in the shape @smithy/signature-v4 wants: HMAC when given a secret. */
+class NodeSha256 {
+  private readonly hash;
+  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
+    const key = typeof secret === 'string' || secret === undefined ? secret : Buffer.from(secret as ArrayBuffer);
+    this.hash = key === undefined ? createHash('sha256') : createHmac('sha256', key);
+  }
+  update(data: Uint8Array): void {
+    this.hash.update(data);
+  }
+  async digest(): Promise<Uint8Array> {
+    return new Uint8Array(this.hash.digest());
+  }
+  reset(): void {}
 }
