@@ -6,6 +6,7 @@ import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.
 import type { ApiDeps } from './api-deps.js';
 import { familyOf, httpError, ROUTE_FAMILIES, sendError } from './errors.js';
 import { authRoutes } from './routes/auth-routes.js';
+import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { jobRoutes } from './routes/job-routes.js';
@@ -15,9 +16,43 @@ import { keyRoutes } from './routes/key-routes.js';
 const JSON_BODY_LIMIT = 64 * 1024;
 const ALL_METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
+const BULK_UPLOAD_BODY = {
+  required: true,
+  content: {
+    'multipart/form-data': {
+      schema: {
+        type: 'object',
+        required: ['type', 'file'],
+        properties: {
+          type: { type: 'string', enum: ['gender'] },
+          download_link: { type: 'string', enum: ['true', 'false'] },
+          column: { type: 'string', description: 'Header of the key column; default: the pipeline\'s own (email)' },
+          file: { type: 'string', format: 'binary', description: 'The CSV; send it after the other fields' },
+        },
+      },
+    },
+  },
+};
+
 /** Builds the API; never listens, so tests use app.inject() or listen on port 0 themselves. */
 export async function buildApp(deps: ApiDeps, log: Logger): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: log as FastifyBaseLogger, bodyLimit: JSON_BODY_LIMIT, return503OnClosing: true });
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    bodyLimit: JSON_BODY_LIMIT,
+    return503OnClosing: true,
+    // Bad URLs and the like fail before routing; they still get our error shape.
+    frameworkErrors: (error, request, reply) => void sendError(request, reply, shape(error, request.url, log)),
+  });
+  app.setValidatorCompiler(validatorCompiler());
+  // While shutting down, answer in-flight requests with Connection: close, so kept-alive
+  // sockets do not hold the process open after the last response.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('Connection', 'close');
+  });
   const methodsByUrl = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
     const methods = methodsByUrl.get(route.url) ?? new Set<string>();
@@ -32,9 +67,19 @@ export async function buildApp(deps: ApiDeps, log: Logger): Promise<FastifyInsta
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
+    // The upload is parsed by the multipart plugin, not validated as a body, so its form is
+    // described here for the document only.
+    transformObject: (documents) => {
+      if (!('openapiObject' in documents)) return documents.swaggerObject;
+      const { openapiObject } = documents;
+      const bulk = (openapiObject as { paths?: Record<string, Record<string, Record<string, unknown>>> }).paths?.['/api/jobs/bulk']?.post;
+      if (bulk) bulk.requestBody = BULK_UPLOAD_BODY;
+      return openapiObject;
+    },
   });
   await app.register(multipart, {
-    limits: { fileSize: deps.settings.maxUploadBytes, files: 1, fields: 10, fieldSize: 1024, parts: 12 },
+    // Two files are let through so that the route can answer "exactly one file" with 422.
+    limits: { fileSize: deps.settings.maxUploadBytes, files: 2, fields: 10, fieldSize: 1024, parts: 12 },
     throwFileSizeLimit: true,
   });
 
@@ -72,7 +117,14 @@ export async function buildApp(deps: ApiDeps, log: Logger): Promise<FastifyInsta
  * 415/422 with a plain message; anything else is a generic 500, logged with its cause.
  */
 function shape(error: FastifyError, url: string, log: Logger): AppError {
-  if (isAppError(error)) return error;
+  if (isAppError(error) && error.statusCode !== undefined) return error;
+  if (isAppError(error)) {
+    // An engine error with no HTTP meaning (storage down, a bug): its text stays in the log.
+    log.error({ err: error }, 'request failed');
+    return error.retryable
+      ? new AppError(ERROR_CODES.storageUnavailable, 'Service temporarily unavailable, please retry', { statusCode: 503, cause: error })
+      : new AppError(ERROR_CODES.internal, 'Internal server error', { statusCode: 500, cause: error });
+  }
   const gender = familyOf(url) === ROUTE_FAMILIES.gender;
   if (error.validation) {
     return httpError(gender ? 400 : 422, ERROR_CODES.invalidRequest, gender ? 'Invalid request body' : `Invalid request: ${error.message}`);
@@ -84,7 +136,10 @@ function shape(error: FastifyError, url: string, log: Logger): AppError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return httpError(413, ERROR_CODES.payloadTooLarge, 'Request body is too large');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return httpError(415, ERROR_CODES.invalidRequest, 'Unsupported content type');
+      return gender ? httpError(400, ERROR_CODES.invalidRequest, 'Invalid request body') : httpError(415, ERROR_CODES.invalidRequest, 'Unsupported content type');
+    case 'FST_ERR_BAD_URL':
+    case 'FST_ERR_ASYNC_CONSTRAINT':
+      return httpError(400, ERROR_CODES.invalidRequest, 'Malformed URL');
     case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
       return httpError(415, ERROR_CODES.invalidRequest, 'Expected a multipart/form-data body');
     case 'FST_REQ_FILE_TOO_LARGE':
@@ -94,7 +149,7 @@ function shape(error: FastifyError, url: string, log: Logger): AppError {
       return httpError(413, ERROR_CODES.payloadTooLarge, 'Upload is larger than allowed');
   }
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
-    return httpError(error.statusCode, ERROR_CODES.invalidRequest, 'Bad request');
+    return httpError(error.statusCode === 414 ? 414 : 400, ERROR_CODES.invalidRequest, error.statusCode === 414 ? 'URL too long' : 'Bad request');
   }
   const appError = toAppError(error);
   log.error({ err: appError }, 'unexpected error');

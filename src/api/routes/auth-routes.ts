@@ -4,6 +4,7 @@ import { ERROR_CODES } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { applyRateLimit, bearer } from '../authenticate.js';
 import { httpError } from '../errors.js';
+import { keyName } from './key-routes.js';
 
 const loginBody = {
   type: 'object',
@@ -11,17 +12,16 @@ const loginBody = {
   properties: { email: { type: 'string', maxLength: 320 }, password: { type: 'string', maxLength: 1024 } },
 } as const;
 
-const nameBody = { type: 'object', properties: { name: { type: 'string', maxLength: 200 } } } as const;
 
 /** Spec 4.1: log in with email and password, then make a key with the session token. */
 export async function authRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  app.post<{ Body: { email: string; password: string } }>('/api/auth/login', { schema: { body: loginBody, tags: ['keys'] } }, async (request) => {
+  app.post<{ Body: { email: string; password: string } }>('/api/auth/login', { schema: { body: loginBody, tags: ['keys'], security: [] } }, async (request) => {
     const { email, password } = request.body;
     const account = deps.engine.billing.credentials(email.trim());
     // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
     const ok = await verifyPassword(password, account?.passwordHash ?? DUMMY_HASH);
     if (!account || !account.passwordHash || !ok || account.status !== 'active') {
-      throw httpError(401, ERROR_CODES.unauthorized, 'Invalid email or password');
+      throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
     }
     const session = deps.sessions.create(account.id, deps.engine.clock.now());
     return {
@@ -31,15 +31,14 @@ export async function authRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
     };
   });
 
-  app.post<{ Body: { name?: string } }>('/api/keys', { schema: { body: nameBody, tags: ['keys'] } }, async (request, reply) => {
+  app.post<{ Body: unknown }>('/api/keys', { schema: { tags: ['keys'] } }, async (request, reply) => {
     const now = deps.engine.clock.now();
     const accountId = deps.sessions.accountFor(bearer(request), now);
     if (!accountId || deps.engine.billing.account(accountId)?.status !== 'active') {
       throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
     }
     applyRateLimit(deps, reply, accountId);
-    const name = request.body?.name?.trim();
-    if (!name) throw httpError(400, ERROR_CODES.invalidRequest, 'Name is required');
+    const name = keyName(request.body);
     const { key, secret } = deps.keys.create({ accountId, name, role: 'admin', now });
     return { id: key.id, key: secret, name: key.name, created_at: new Date(key.createdAt).toISOString() };
   });

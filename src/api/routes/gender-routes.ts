@@ -10,7 +10,8 @@ export const GENDER_PATHS = ['/api/email/gender', '/api/lookup/email/gender'] as
 
 /** Spec 4.3 and 7: the gender lookup, with exactly the spec's fields and error texts. */
 export async function genderRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  app.addHook('preHandler', keyAuth(deps));
+  // onRequest: the key is checked (and the request counted) before the body is even read.
+  app.addHook('onRequest', keyAuth(deps));
   for (const url of GENDER_PATHS) {
     app.post<{ Body: { email?: unknown } }>(url, { schema: { tags: ['lookups'], body: { type: 'object', properties: { email: {} } } } }, async (request) => {
       const email = request.body?.email;

@@ -12,7 +12,8 @@ const idParams = { type: 'object', required: ['id'], properties: { id: { type: '
 
 /** Spec 4.7: bulk jobs, their progress, their results and their cancellation. */
 export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  app.addHook('preHandler', keyAuth(deps));
+  // onRequest: the key is checked (and the request counted) before the body is even read.
+  app.addHook('onRequest', keyAuth(deps));
 
   /** Another account's job does not exist, as far as this caller can tell. */
   const ownJob = (accountId: string, id: string): JobRecord => {
@@ -27,6 +28,7 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       schema: {
         tags: ['jobs'],
         consumes: ['multipart/form-data'],
+        response: { 202: { description: 'The queued job', type: 'object', additionalProperties: true } },
         description:
           'Multipart form: `type` (gender), `download_link` (true or false), optional `column`, then `file` (CSV). Send the fields before the file. An `Idempotency-Key` header makes a retry safe.',
       },
@@ -71,6 +73,7 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         tags: ['jobs'],
         params: idParams,
         querystring: { type: 'object', properties: { filter: { type: 'string', enum: [...EXPORT_FILTERS], default: 'all' } } },
+        response: { 302: { description: 'Redirect (Location) to a fresh presigned URL of the result CSV', type: 'null' } },
       },
     },
     async (request, reply) => {

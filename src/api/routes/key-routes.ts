@@ -20,9 +20,27 @@ function view(key: ApiKey) {
   };
 }
 
+/**
+ * A key's name, checked by hand rather than by schema: the spec answers a missing name with
+ * 400 `Name is required` (also when there is no body at all), and a name of the wrong type is 422.
+ */
+export function keyName(body: unknown): string {
+  if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
+    throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: body must be a JSON object');
+  }
+  const name = (body as { name?: unknown } | null | undefined)?.name;
+  if (name === undefined || name === null || (typeof name === 'string' && name.trim() === '')) {
+    throw httpError(400, ERROR_CODES.invalidRequest, 'Name is required');
+  }
+  if (typeof name !== 'string') throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: name must be a string');
+  if (name.length > 200) throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: name is longer than 200 characters');
+  return name.trim();
+}
+
 /** Spec 4.1: the account's keys, managed with an API key. Secrets are never listed. */
 export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  app.addHook('preHandler', keyAuth(deps));
+  // onRequest: the key is checked (and the request counted) before the body is even read.
+  app.addHook('onRequest', keyAuth(deps));
 
   const ownKey = (accountId: string, id: string | undefined): ApiKey => {
     const key = id ? deps.keys.get(id) : undefined;
@@ -30,19 +48,17 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     return key;
   };
 
-  app.post<{ Body: { name?: string; role?: Role } }>(
+  app.post<{ Body: unknown }>(
     '/api/account/keys',
-    {
-      schema: {
-        tags: ['keys'],
-        body: { type: 'object', properties: { name: { type: 'string', maxLength: 200 }, role: { type: 'string', enum: Object.values(ROLES) } } },
-      },
-    },
+    { schema: { tags: ['keys'], description: 'Body: `name` (required), optional `role` (admin, tech, readonly; admin keys only make admin keys).' } },
     async (request) => {
       const caller = requireWritable(request);
-      const name = request.body?.name?.trim();
-      if (!name) throw httpError(400, ERROR_CODES.invalidRequest, 'Name is required');
-      const role = request.body?.role ?? caller.key.role;
+      const name = keyName(request.body);
+      const rawRole = (request.body as { role?: unknown } | null | undefined)?.role;
+      if (rawRole !== undefined && !Object.values(ROLES).includes(rawRole as Role)) {
+        throw httpError(422, ERROR_CODES.invalidRequest, `Invalid request: role must be one of ${Object.values(ROLES).join(', ')}`);
+      }
+      const role = (rawRole as Role | undefined) ?? caller.key.role;
       if (role === 'admin' && caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
       const { key, secret } = deps.keys.create({ accountId: caller.accountId, name, role, now: deps.engine.clock.now() });
       return { id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, is_active: key.isActive, role: key.role };

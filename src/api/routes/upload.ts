@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { PassThrough, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
-import { pipelineFor } from '../../../pipelines/index.js';
+import { isJobType, PIPELINES } from '../../../pipelines/index.js';
 import type { JobRecord } from '../../jobs/job-store.js';
 import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
@@ -23,9 +23,6 @@ interface Received {
  * the same request returns the first job, and a different request under the same key is refused.
  */
 export async function receiveUpload(deps: ApiDeps, request: FastifyRequest, accountId: string): Promise<JobRecord> {
-  if (deps.engine.billing.requireAccount(accountId).credits <= 0) {
-    throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
-  }
   if (!request.isMultipart()) throw httpError(415, ERROR_CODES.invalidRequest, 'Expected a multipart/form-data body');
   const idempotencyKey = idempotencyKeyOf(request);
   const idem = deps.idempotency;
@@ -33,14 +30,21 @@ export async function receiveUpload(deps: ApiDeps, request: FastifyRequest, acco
   if (claim.state === 'in_flight') {
     throw httpError(409, ERROR_CODES.idempotencyInFlight, 'A request with this Idempotency-Key is still in progress');
   }
+  // A retry of a job already made gets that job even if the job has since spent the balance.
+  if (claim.state === 'new' && deps.engine.billing.requireAccount(accountId).credits <= 0) {
+    if (idempotencyKey) idem.release(accountId, idempotencyKey);
+    throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
+  }
 
-  let received: Received | undefined;
+  const received: Received = { fields: {}, fileName: null, fileSha256: null, staged: null };
   try {
     // A replay is only compared, never stored: its bytes are hashed and dropped.
-    received = await readParts(deps, request, claim.state === 'new');
+    await readParts(deps, request, claim.state === 'new', received);
     const { fields } = received;
     if (!fields.type) throw httpError(422, ERROR_CODES.invalidRequest, 'type is required');
-    pipelineFor(fields.type);
+    if (!isJobType(fields.type)) {
+      throw httpError(422, ERROR_CODES.unknownJobType, `Invalid request: unknown type "${fields.type.slice(0, 40)}"; use one of ${Object.keys(PIPELINES).join(', ')}`);
+    }
     if (fields.download_link !== undefined && fields.download_link !== 'true' && fields.download_link !== 'false') {
       throw httpError(422, ERROR_CODES.invalidRequest, 'download_link must be true or false');
     }
@@ -67,13 +71,13 @@ export async function receiveUpload(deps: ApiDeps, request: FastifyRequest, acco
     return job;
   } catch (e: unknown) {
     if (idempotencyKey && claim.state === 'new') idem.release(accountId, idempotencyKey);
-    if (received?.staged) await deps.jobService.discardInput(received.staged.inputKey).catch(() => undefined);
+    if (received.staged) await deps.jobService.discardInput(received.staged.inputKey).catch(() => undefined);
     throw uploadError(e);
   }
 }
 
-async function readParts(deps: ApiDeps, request: FastifyRequest, store: boolean): Promise<Received> {
-  const received: Received = { fields: {}, fileName: null, fileSha256: null, staged: null };
+/** Fills `received` as it goes, so that a failure half-way still tells the caller what to clean up. */
+async function readParts(deps: ApiDeps, request: FastifyRequest, store: boolean, received: Received): Promise<void> {
   for await (const part of request.parts()) {
     if (part.type === 'field') {
       if ((FIELDS as readonly string[]).includes(part.fieldname)) {
@@ -110,7 +114,6 @@ async function readParts(deps: ApiDeps, request: FastifyRequest, store: boolean)
     if ((part.file as { truncated?: boolean }).truncated) throw tooLarge(deps);
     received.fileSha256 = hash.digest('hex');
   }
-  return received;
 }
 
 function idempotencyKeyOf(request: FastifyRequest): string | undefined {
@@ -125,12 +128,15 @@ function tooLarge(deps: ApiDeps): AppError {
   return httpError(413, ERROR_CODES.payloadTooLarge, `file is larger than ${deps.settings.maxUploadBytes} bytes`);
 }
 
-/** Multipart's own limit errors carry 413; everything else keeps its meaning. */
+/**
+ * Multipart's own limit errors are 413; our errors (storage included) keep their meaning; anything
+ * else the multipart parser throws (no boundary, a cut-off body, a bad part header) is the body's fault.
+ */
 function uploadError(e: unknown): unknown {
   if (isAppError(e)) return e;
   const code = systemCodeOf(e);
   if (code === 'FST_REQ_FILE_TOO_LARGE' || code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') {
     return new AppError(ERROR_CODES.payloadTooLarge, 'upload is larger than allowed', { statusCode: 413, cause: e });
   }
-  return e;
+  return new AppError(ERROR_CODES.invalidRequest, 'Malformed multipart body', { statusCode: 400, cause: e });
 }

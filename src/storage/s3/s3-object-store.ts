@@ -71,6 +71,9 @@ export class S3ObjectStore implements ObjectStore {
       client: this.client,
       params: { Bucket: this.bucket, Key: key, Body: counted, ContentType: options.contentType },
       leavePartsOnError: false,
+      // Two 5 MiB parts in flight keep an upload's memory small; loopback and S3 are both fast
+      // enough that more parallel parts buy little.
+      queueSize: 2,
     });
     if (onProgress) upload.on('httpUploadProgress', (p) => p.loaded !== undefined && onProgress(p.loaded));
     const abort = (): void => void upload.abort();

@@ -1,0 +1,310 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ObjectStore } from '../../src/storage/s3/object-store.js';
+import { S3ObjectStore } from '../../src/storage/s3/s3-object-store.js';
+import {
+  bearer,
+  closeHarnesses,
+  expectNoLeak,
+  json,
+  jobCount,
+  multipart,
+  newAccount,
+  openApiHarness,
+  storedObjects,
+  type ApiHarness,
+  type TestAccount,
+} from '../support/api-harness.js';
+
+/**
+ * Every route, fed what a careless or hostile client sends. Each row names the exact status and
+ * error text; every error body has the spec's shape ({error}, plus an optional machine `code`),
+ * and none shows a stack, a path on disk or a dependency.
+ */
+
+type Auth = 'key' | 'session' | 'none' | 'wrong';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+interface Row {
+  name: string;
+  method: Method;
+  url: string;
+  auth: Auth;
+  /** An object is sent as JSON; a string or Buffer as it is, with `contentType`. */
+  body?: unknown;
+  contentType?: string;
+  headers?: Record<string, string>;
+  status: number;
+  /** The exact error text, or a pattern where the text carries validator detail. */
+  error: string | RegExp;
+  /** For 405: the methods the Allow header must list. */
+  allow?: string[];
+}
+
+const JSON_TYPE = 'application/json';
+const OVERSIZED = JSON.stringify({ name: 'x'.repeat(70 * 1024), email: 'a@example.com', password: 'p' });
+const UNKNOWN_UUID = '00000000-0000-4000-8000-000000000000';
+const INVALID_REQUEST = /^Invalid request/;
+const GENDER_PATHS = ['/api/email/gender', '/api/lookup/email/gender'];
+
+function multipartRow(name: string, parts: Parameters<typeof multipart>[0], status: number, error: string | RegExp): Row {
+  const body = multipart(parts);
+  return { name, method: 'POST', url: '/api/jobs/bulk', auth: 'key', body: body.payload, contentType: body.headers['content-type'], status, error };
+}
+
+const CSV = 'email\nmaria.rossi@example.com\n';
+
+const rows: Row[] = [
+  // Unknown routes
+  { name: 'unknown top-level path', method: 'GET', url: '/nope', auth: 'none', status: 404, error: 'Not found' },
+  { name: 'unknown /api path', method: 'GET', url: '/api/nope', auth: 'key', status: 404, error: 'Not found' },
+  { name: 'unknown nested job path', method: 'POST', url: '/api/jobs/x/y/z', auth: 'key', status: 404, error: 'Not found' },
+  { name: 'unknown path, unusual method', method: 'PATCH', url: '/api/whatever', auth: 'key', status: 404, error: 'Not found' },
+  { name: 'trailing slash on healthz', method: 'GET', url: '/healthz/', auth: 'none', status: 404, error: 'Not found' },
+
+  // Malformed URLs must still get the API's own error shape, not the framework's default body
+  { name: 'bad percent-encoding in a path parameter', method: 'GET', url: '/api/jobs/%E0%A4%A', auth: 'key', status: 400, error: /./ },
+  { name: 'path parameter longer than the router allows', method: 'GET', url: `/api/jobs/${'x'.repeat(150)}`, auth: 'key', status: 414, error: /./ },
+
+  // Operations
+  { name: 'POST healthz', method: 'POST', url: '/healthz', auth: 'none', status: 405, error: 'Method not allowed', allow: ['GET'] },
+  { name: 'DELETE readyz', method: 'DELETE', url: '/readyz', auth: 'none', status: 405, error: 'Method not allowed', allow: ['GET'] },
+  { name: 'POST openapi.json', method: 'POST', url: '/api/openapi.json', auth: 'none', status: 405, error: 'Method not allowed', allow: ['GET'] },
+
+  // POST /api/auth/login
+  { name: 'GET login', method: 'GET', url: '/api/auth/login', auth: 'none', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  { name: 'login: malformed JSON', method: 'POST', url: '/api/auth/login', auth: 'none', body: '{"email":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'login: empty JSON body', method: 'POST', url: '/api/auth/login', auth: 'none', body: '', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'login: missing fields', method: 'POST', url: '/api/auth/login', auth: 'none', body: {}, status: 422, error: INVALID_REQUEST },
+  { name: 'login: missing password', method: 'POST', url: '/api/auth/login', auth: 'none', body: { email: 'a@example.com' }, status: 422, error: INVALID_REQUEST },
+  { name: 'login: JSON array body', method: 'POST', url: '/api/auth/login', auth: 'none', body: '[]', contentType: JSON_TYPE, status: 422, error: INVALID_REQUEST },
+  { name: 'login: JSON null body', method: 'POST', url: '/api/auth/login', auth: 'none', body: 'null', contentType: JSON_TYPE, status: 422, error: INVALID_REQUEST },
+  { name: 'login: email is an object', method: 'POST', url: '/api/auth/login', auth: 'none', body: { email: {}, password: 'x' }, status: 422, error: INVALID_REQUEST },
+  { name: 'login: email is a number (wrong type)', method: 'POST', url: '/api/auth/login', auth: 'none', body: { email: 12345, password: 'x' }, status: 422, error: INVALID_REQUEST },
+  { name: 'login: email is an array (wrong type)', method: 'POST', url: '/api/auth/login', auth: 'none', body: { email: ['a@example.com'], password: 'x' }, status: 422, error: INVALID_REQUEST },
+  { name: 'login: password is a boolean (wrong type)', method: 'POST', url: '/api/auth/login', auth: 'none', body: { email: 'a@example.com', password: true }, status: 422, error: INVALID_REQUEST },
+  // Fastify parses text/plain as a string, which then fails the object schema.
+  { name: 'login: text/plain body', method: 'POST', url: '/api/auth/login', auth: 'none', body: 'email=a', contentType: 'text/plain', status: 422, error: INVALID_REQUEST },
+  { name: 'login: form-encoded body', method: 'POST', url: '/api/auth/login', auth: 'none', body: 'email=a&password=b', contentType: 'application/x-www-form-urlencoded', status: 415, error: 'Unsupported content type' },
+  { name: 'login: JSON over 64 KiB', method: 'POST', url: '/api/auth/login', auth: 'none', body: OVERSIZED, contentType: JSON_TYPE, status: 413, error: 'Request body is too large' },
+
+  // POST /api/keys (session token)
+  { name: 'GET /api/keys', method: 'GET', url: '/api/keys', auth: 'session', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  { name: '/api/keys without a token', method: 'POST', url: '/api/keys', auth: 'none', body: { name: 'k' }, status: 401, error: 'Unauthorized' },
+  { name: '/api/keys with an API key instead of a session', method: 'POST', url: '/api/keys', auth: 'key', body: { name: 'k' }, status: 401, error: 'Unauthorized' },
+  { name: '/api/keys with a made-up session', method: 'POST', url: '/api/keys', auth: 'wrong', body: { name: 'k' }, status: 401, error: 'Unauthorized' },
+  { name: '/api/keys: name missing', method: 'POST', url: '/api/keys', auth: 'session', body: {}, status: 400, error: 'Name is required' },
+  { name: '/api/keys: name blank', method: 'POST', url: '/api/keys', auth: 'session', body: { name: '   ' }, status: 400, error: 'Name is required' },
+  { name: '/api/keys: name is a number (wrong type)', method: 'POST', url: '/api/keys', auth: 'session', body: { name: 42 }, status: 422, error: INVALID_REQUEST },
+  { name: '/api/keys: malformed JSON', method: 'POST', url: '/api/keys', auth: 'session', body: '{"name"', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: '/api/keys: text/plain', method: 'POST', url: '/api/keys', auth: 'session', body: 'name=k', contentType: 'text/plain', status: 422, error: INVALID_REQUEST },
+  { name: '/api/keys: form-encoded', method: 'POST', url: '/api/keys', auth: 'session', body: 'name=k', contentType: 'application/x-www-form-urlencoded', status: 415, error: 'Unsupported content type' },
+  { name: '/api/keys: JSON over 64 KiB', method: 'POST', url: '/api/keys', auth: 'session', body: OVERSIZED, contentType: JSON_TYPE, status: 413, error: 'Request body is too large' },
+
+  // /api/account/keys
+  { name: 'PUT account keys', method: 'PUT', url: '/api/account/keys', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET', 'POST', 'PATCH'] },
+  { name: 'DELETE account keys', method: 'DELETE', url: '/api/account/keys', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET', 'POST', 'PATCH'] },
+  { name: 'create key without a key', method: 'POST', url: '/api/account/keys', auth: 'none', body: { name: 'k' }, status: 401, error: 'Unauthorized' },
+  { name: 'create key with an unknown key', method: 'POST', url: '/api/account/keys', auth: 'wrong', body: { name: 'k' }, status: 401, error: 'Unauthorized' },
+  { name: 'create key without a key, invalid body: auth comes first', method: 'POST', url: '/api/account/keys', auth: 'none', body: { name: 'x'.repeat(300) }, status: 401, error: 'Unauthorized' },
+  { name: 'create key: name missing', method: 'POST', url: '/api/account/keys', auth: 'key', body: {}, status: 400, error: 'Name is required' },
+  { name: 'create key: no body at all', method: 'POST', url: '/api/account/keys', auth: 'key', status: 400, error: 'Name is required' },
+  { name: 'create key: name empty', method: 'POST', url: '/api/account/keys', auth: 'key', body: { name: '' }, status: 400, error: 'Name is required' },
+  { name: 'create key: name is a number (wrong type)', method: 'POST', url: '/api/account/keys', auth: 'key', body: { name: 123 }, status: 422, error: INVALID_REQUEST },
+  { name: 'create key: name is an array (wrong type)', method: 'POST', url: '/api/account/keys', auth: 'key', body: { name: ['k'] }, status: 422, error: INVALID_REQUEST },
+  { name: 'create key: name over 200 characters', method: 'POST', url: '/api/account/keys', auth: 'key', body: { name: 'x'.repeat(201) }, status: 422, error: INVALID_REQUEST },
+  { name: 'create key: unknown role', method: 'POST', url: '/api/account/keys', auth: 'key', body: { name: 'k', role: 'root' }, status: 422, error: INVALID_REQUEST },
+  { name: 'create key: malformed JSON', method: 'POST', url: '/api/account/keys', auth: 'key', body: '{name: k}', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'create key: text/plain', method: 'POST', url: '/api/account/keys', auth: 'key', body: 'k', contentType: 'text/plain', status: 422, error: INVALID_REQUEST },
+  { name: 'create key: XML', method: 'POST', url: '/api/account/keys', auth: 'key', body: '<name>k</name>', contentType: 'application/xml', status: 415, error: 'Unsupported content type' },
+  { name: 'create key: JSON over 64 KiB', method: 'POST', url: '/api/account/keys', auth: 'key', body: OVERSIZED, contentType: JSON_TYPE, status: 413, error: 'Request body is too large' },
+  { name: 'list keys without a key', method: 'GET', url: '/api/account/keys', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'toggle: no query', method: 'PATCH', url: '/api/account/keys', auth: 'key', status: 400, error: 'id and action are required' },
+  { name: 'toggle: id only', method: 'PATCH', url: `/api/account/keys?id=${UNKNOWN_UUID}`, auth: 'key', status: 400, error: 'id and action are required' },
+  { name: 'toggle: action only', method: 'PATCH', url: '/api/account/keys?action=disable', auth: 'key', status: 400, error: 'id and action are required' },
+  { name: 'toggle: unknown action', method: 'PATCH', url: `/api/account/keys?id=${UNKNOWN_UUID}&action=delete`, auth: 'key', status: 400, error: 'id and action are required' },
+  { name: 'toggle: unknown key', method: 'PATCH', url: `/api/account/keys?id=${UNKNOWN_UUID}&action=disable`, auth: 'key', status: 404, error: 'API key not found' },
+  { name: 'toggle without a key', method: 'PATCH', url: `/api/account/keys?id=${UNKNOWN_UUID}&action=disable`, auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'POST reveal', method: 'POST', url: '/api/account/keys/reveal', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET'] },
+  { name: 'reveal: id missing', method: 'GET', url: '/api/account/keys/reveal', auth: 'key', status: 400, error: 'id is required and must be a UUID' },
+  { name: 'reveal: id not a UUID', method: 'GET', url: '/api/account/keys/reveal?id=abc', auth: 'key', status: 400, error: 'id is required and must be a UUID' },
+  { name: 'reveal: unknown key', method: 'GET', url: `/api/account/keys/reveal?id=${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'API key not found' },
+  { name: 'reveal without a key', method: 'GET', url: `/api/account/keys/reveal?id=${UNKNOWN_UUID}`, auth: 'none', status: 401, error: 'Unauthorized' },
+
+  // POST /api/jobs/bulk
+  { name: 'GET bulk', method: 'GET', url: '/api/jobs/bulk', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  { name: 'bulk without a key', method: 'POST', url: '/api/jobs/bulk', auth: 'none', body: multipart([{ name: 'type', value: 'gender' }]).payload, contentType: 'multipart/form-data; boundary=x', status: 401, error: 'Unauthorized' },
+  { name: 'bulk with a JSON body', method: 'POST', url: '/api/jobs/bulk', auth: 'key', body: { type: 'gender' }, status: 415, error: 'Expected a multipart/form-data body' },
+  { name: 'bulk with a text/plain body', method: 'POST', url: '/api/jobs/bulk', auth: 'key', body: CSV, contentType: 'text/plain', status: 415, error: 'Expected a multipart/form-data body' },
+  multipartRow('bulk: type missing', [{ name: 'file', value: CSV, filename: 'a.csv' }], 422, 'type is required'),
+  multipartRow('bulk: file missing', [{ name: 'type', value: 'gender' }], 422, 'file is required'),
+  multipartRow('bulk: unknown type', [{ name: 'type', value: 'horoscope' }, { name: 'file', value: CSV, filename: 'a.csv' }], 422, /horoscope/),
+  multipartRow('bulk: download_link not a boolean', [{ name: 'type', value: 'gender' }, { name: 'download_link', value: 'maybe' }, { name: 'file', value: CSV, filename: 'a.csv' }], 422, 'download_link must be true or false'),
+  multipartRow('bulk: file in the wrong field', [{ name: 'type', value: 'gender' }, { name: 'upload', value: CSV, filename: 'a.csv' }], 422, 'send exactly one file, in the field named file'),
+  multipartRow('bulk: two files', [{ name: 'type', value: 'gender' }, { name: 'file', value: CSV, filename: 'a.csv' }, { name: 'file', value: CSV, filename: 'b.csv' }], 422, 'send exactly one file, in the field named file'),
+  { name: 'bulk: multipart with no boundary', method: 'POST', url: '/api/jobs/bulk', auth: 'key', body: 'garbage', contentType: 'multipart/form-data', status: 400, error: /./ },
+  { name: 'bulk: multipart body with a different boundary', method: 'POST', url: '/api/jobs/bulk', auth: 'key', body: multipart([{ name: 'type', value: 'gender' }], 'other').payload, contentType: 'multipart/form-data; boundary=declared', status: 400, error: /./ },
+  {
+    name: 'bulk: multipart body cut off inside the file',
+    method: 'POST',
+    url: '/api/jobs/bulk',
+    auth: 'key',
+    body: '--b\r\nContent-Disposition: form-data; name="type"\r\n\r\ngender\r\n--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nemail\nx@example.com\n',
+    contentType: 'multipart/form-data; boundary=b',
+    status: 400,
+    error: /./,
+  },
+  { name: 'bulk: Idempotency-Key over 255 characters', method: 'POST', url: '/api/jobs/bulk', auth: 'key', body: multipart([{ name: 'type', value: 'gender' }], 'b').payload, contentType: 'multipart/form-data; boundary=b', headers: { 'idempotency-key': 'k'.repeat(256) }, status: 422, error: 'Idempotency-Key must be 1 to 255 characters' },
+
+  // /api/jobs and /api/jobs/{id}...
+  { name: 'POST jobs list', method: 'POST', url: '/api/jobs', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET'] },
+  { name: 'list without a key', method: 'GET', url: '/api/jobs', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'list with an unknown key', method: 'GET', url: '/api/jobs', auth: 'wrong', status: 401, error: 'Unauthorized' },
+  { name: 'list without a key, invalid query: auth comes first', method: 'GET', url: '/api/jobs?limit=500', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'list: limit 0', method: 'GET', url: '/api/jobs?limit=0', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'list: limit 101', method: 'GET', url: '/api/jobs?limit=101', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'list: limit not a number', method: 'GET', url: '/api/jobs?limit=ten', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'list: negative offset', method: 'GET', url: '/api/jobs?offset=-1', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'list: unknown status', method: 'GET', url: '/api/jobs?status=exploded', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'DELETE a job', method: 'DELETE', url: '/api/jobs/job_x', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET'] },
+  { name: 'unknown job', method: 'GET', url: '/api/jobs/job_unknown', auth: 'key', status: 404, error: 'Job not found' },
+  { name: 'job without a key', method: 'GET', url: '/api/jobs/job_unknown', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'POST download', method: 'POST', url: '/api/jobs/job_x/download', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET'] },
+  { name: 'download: unknown filter', method: 'GET', url: '/api/jobs/job_x/download?filter=some', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'download: unknown job', method: 'GET', url: '/api/jobs/job_unknown/download', auth: 'key', status: 404, error: 'Job not found' },
+  { name: 'download without a key', method: 'GET', url: '/api/jobs/job_unknown/download', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'GET cancel', method: 'GET', url: '/api/jobs/job_x/cancel', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  { name: 'cancel: unknown job', method: 'POST', url: '/api/jobs/job_unknown/cancel', auth: 'key', status: 404, error: 'Job not found' },
+  { name: 'cancel: malformed JSON body', method: 'POST', url: '/api/jobs/job_unknown/cancel', auth: 'key', body: '{', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'cancel: JSON over 64 KiB', method: 'POST', url: '/api/jobs/job_unknown/cancel', auth: 'key', body: OVERSIZED, contentType: JSON_TYPE, status: 413, error: 'Request body is too large' },
+  { name: 'cancel without a key', method: 'POST', url: '/api/jobs/job_unknown/cancel', auth: 'none', status: 401, error: 'Unauthorized' },
+
+  // Gender, both paths: the spec's own texts
+  ...GENDER_PATHS.flatMap((url): Row[] => [
+    ...(['GET', 'PUT', 'PATCH', 'DELETE'] as const).map(
+      (method): Row => ({ name: `gender ${method}`, method, url, auth: 'key', status: 405, error: 'Only POST method is allowed', allow: ['POST'] }),
+    ),
+    { name: 'gender GET without a key', method: 'GET', url, auth: 'none', status: 405, error: 'Only POST method is allowed', allow: ['POST'] },
+    { name: 'gender: malformed JSON', method: 'POST', url, auth: 'key', body: '{"email": "a@', contentType: JSON_TYPE, status: 400, error: 'Invalid request body' },
+    { name: 'gender: empty JSON body', method: 'POST', url, auth: 'key', body: '', contentType: JSON_TYPE, status: 400, error: 'Invalid request body' },
+    { name: 'gender: JSON array', method: 'POST', url, auth: 'key', body: '[]', contentType: JSON_TYPE, status: 400, error: 'Invalid request body' },
+    { name: 'gender: JSON string', method: 'POST', url, auth: 'key', body: '"maria@example.com"', contentType: JSON_TYPE, status: 400, error: 'Invalid request body' },
+    { name: 'gender: email missing', method: 'POST', url, auth: 'key', body: {}, status: 400, error: 'Invalid request body' },
+    { name: 'gender: email a number', method: 'POST', url, auth: 'key', body: { email: 7 }, status: 400, error: 'Invalid request body' },
+    { name: 'gender: email an array', method: 'POST', url, auth: 'key', body: { email: ['maria@example.com'] }, status: 400, error: 'Invalid request body' },
+    { name: 'gender: email malformed', method: 'POST', url, auth: 'key', body: { email: 'maria@' }, status: 400, error: 'Invalid email address' },
+    { name: 'gender: email empty', method: 'POST', url, auth: 'key', body: { email: '' }, status: 400, error: 'Invalid email address' },
+    { name: 'gender: text/plain body (not JSON)', method: 'POST', url, auth: 'key', body: '{"email":"maria@example.com"}', contentType: 'text/plain', status: 400, error: 'Invalid request body' },
+    { name: 'gender: form-encoded body (not JSON)', method: 'POST', url, auth: 'key', body: 'email=maria%40example.com', contentType: 'application/x-www-form-urlencoded', status: 400, error: 'Invalid request body' },
+    { name: 'gender: JSON over 64 KiB', method: 'POST', url, auth: 'key', body: OVERSIZED, contentType: JSON_TYPE, status: 413, error: 'Request body is too large' },
+    { name: 'gender: no key', method: 'POST', url, auth: 'none', body: { email: 'maria@example.com' }, status: 401, error: 'API key required' },
+    { name: 'gender: unknown key', method: 'POST', url, auth: 'wrong', body: { email: 'maria@example.com' }, status: 401, error: 'bad key' },
+    { name: 'gender: no key and an invalid body: auth comes first', method: 'POST', url, auth: 'none', body: '[]', contentType: JSON_TYPE, status: 401, error: 'API key required' },
+  ]),
+];
+
+let h: ApiHarness;
+let account: TestAccount;
+let session: string;
+
+beforeAll(async () => {
+  // A high budget: this file sends far more than 200 requests from one account.
+  h = await openApiHarness({ SLUICE_RATE_LIMIT_PER_MINUTE: '100000' });
+  account = await newAccount(h, { credits: 100 });
+  const login = await h.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: account.email, password: account.password } });
+  expect(login.statusCode).toBe(200);
+  session = json(login).token;
+});
+
+afterAll(closeHarnesses);
+
+function authHeader(auth: Auth): Record<string, string> {
+  switch (auth) {
+    case 'key':
+      return bearer(account.key);
+    case 'session':
+      return bearer(session);
+    case 'wrong':
+      return bearer('sluice_0000000000000000000000000000dead');
+    case 'none':
+      return {};
+  }
+}
+
+describe('bad requests, route by route', () => {
+  it.each(rows.map((row) => [`${row.method} ${row.url.slice(0, 60)}: ${row.name}`, row] as const))('%s', async (_title, row) => {
+    const headers: Record<string, string> = { ...authHeader(row.auth), ...row.headers };
+    let payload: string | Buffer | undefined;
+    if (row.body !== undefined) {
+      if (typeof row.body === 'string' || Buffer.isBuffer(row.body)) {
+        payload = row.body;
+        headers['content-type'] = row.contentType ?? JSON_TYPE;
+      } else {
+        payload = JSON.stringify(row.body);
+        headers['content-type'] = JSON_TYPE;
+      }
+    }
+    const stagedBefore = storedObjects(h, 'inputs/');
+    const response = await h.app.inject({ method: row.method, url: row.url, headers, ...(payload === undefined ? {} : { payload }) });
+    // A refused upload must not leave its bytes in the object store.
+    expect(storedObjects(h, 'inputs/'), 'staged input left behind').toEqual(stagedBefore);
+
+    expectNoLeak(response.body);
+    expect({ status: response.statusCode, body: response.body }).toMatchObject({ status: row.status });
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    const body = json(response);
+    // The spec's shape: {error: <message>}; a machine-readable code may ride along, nothing else.
+    expect(Object.keys(body).filter((k) => k !== 'error' && k !== 'code')).toEqual([]);
+    if (typeof row.error === 'string') expect(body.error).toBe(row.error);
+    else expect(body.error).toMatch(row.error);
+    if (row.status === 401) expect(body).toEqual({ error: row.error });
+    if (body.code !== undefined) expect(body.code).toMatch(/^[a-z_]+$/);
+    if (row.allow) {
+      const allow = String(response.headers.allow ?? '')
+        .split(',')
+        .map((m) => m.trim())
+        .filter(Boolean);
+      expect(allow.sort()).toEqual([...row.allow].sort());
+    }
+  });
+
+  it('the table covers every route the app serves', async () => {
+    const doc = json(await h.app.inject({ method: 'GET', url: '/api/openapi.json' }));
+    const documented = Object.keys(doc.paths as Record<string, unknown>);
+    const toPattern = (p: string) => new RegExp(`^${p.replace(/\{[^}]+\}/g, '[^/?]+')}(\\?|$)`);
+    for (const path of [...documented, '/api/openapi.json']) {
+      expect(rows.some((row) => toPattern(path).test(row.url)), `no bad-request row for ${path}`).toBe(true);
+    }
+  });
+
+  it('after the whole table: no job was made and nothing was charged', async () => {
+    expect(jobCount(h, account.id)).toBe(0);
+    expect(h.engine.deps.billing.requireAccount(account.id).credits).toBe(100);
+  });
+});
+
+describe('failures inside the service', () => {
+  it('an unreachable object store gives a plain 5xx that names no address, port or system error', async () => {
+    const local = await openApiHarness();
+    const owner = await newAccount(local, { credits: 10 });
+    const dead = new S3ObjectStore({ endpoint: 'http://127.0.0.1:1', region: 'us-east-1', bucket: 'sluice', accessKeyId: 'a', secretAccessKey: 'b', forcePathStyle: true });
+    const deps = local.engine.deps as { objects: ObjectStore };
+    const original = deps.objects;
+    deps.objects = dead;
+    try {
+      const body = multipart([{ name: 'type', value: 'gender' }, { name: 'file', value: CSV, filename: 'a.csv' }]);
+      const response = await local.app.inject({ method: 'POST', url: '/api/jobs/bulk', headers: { ...bearer(owner.key), ...body.headers }, payload: body.payload });
+      expectNoLeak(response.body);
+      expect([500, 503]).toContain(response.statusCode);
+      expect(response.body).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|:1\b/);
+      expect(Object.keys(json(response)).filter((k) => k !== 'error' && k !== 'code')).toEqual([]);
+
+      const ready = await local.app.inject({ method: 'GET', url: '/readyz' });
+      expect(ready.statusCode).toBe(503);
+      expectNoLeak(ready.body);
+    } finally {
+      deps.objects = original;
+      dead.destroy();
+    }
+    expect(jobCount(local, owner.id)).toBe(0);
+  });
+});
