@@ -78,6 +78,7 @@ export class JobService {
     if (job.status !== JOB_STATUSES.paused && job.status !== JOB_STATUSES.failed) {
       throw new AppError(ERROR_CODES.invalidState, `job ${id} is ${job.status}; only paused or failed jobs can be resumed`, { statusCode: 409 });
     }
+    this.deps.jobs.clearFailures(id);
     return this.deps.jobs.transition(id, JOB_STATUSES.running, { now: this.deps.clock.now() });
   }
 

@@ -128,7 +128,7 @@ export class JobStore {
          WHERE id = @id AND lease_epoch = @epoch AND status = 'running' AND phase = 'split'`,
       ),
       advanceChunk: db.prepare(
-        'UPDATE job_chunks SET cursor = cursor + @rows, attempts = 0 WHERE job_id = @jobId AND chunk_index = @chunkIndex AND lease_epoch = @epoch AND lease_owner = @owner AND cursor = @expectedCursor',
+        'UPDATE job_chunks SET cursor = cursor + @rows, failures = 0 WHERE job_id = @jobId AND chunk_index = @chunkIndex AND lease_epoch = @epoch AND lease_owner = @owner AND cursor = @expectedCursor',
       ),
       addCounters: db.prepare(
         `UPDATE jobs SET processed_rows = processed_rows + @processed, found_rows = found_rows + @found,
@@ -157,6 +157,12 @@ export class JobStore {
            lease_expires_at = CASE WHEN @releaseLease THEN NULL ELSE lease_expires_at END
          WHERE id = @id`,
       ),
+      chunkFailed: db.prepare(
+        'UPDATE job_chunks SET failures = failures + 1, lease_expires_at = @retryAt WHERE job_id = @jobId AND chunk_index = @chunkIndex AND lease_epoch = @epoch RETURNING failures',
+      ),
+      phaseFailed: db.prepare('UPDATE jobs SET failures = failures + 1, lease_expires_at = @retryAt WHERE id = @jobId AND lease_epoch = @epoch RETURNING failures'),
+      phaseDone: db.prepare('UPDATE jobs SET failures = 0 WHERE id = ?'),
+      chunksFresh: db.prepare('UPDATE job_chunks SET failures = 0 WHERE job_id = ?'),
       insertOutbox: db.prepare('INSERT INTO outbox (id, event, account_id, payload, created_at) VALUES (?, ?, ?, ?, ?)'),
       jobStatus: db.prepare('SELECT status FROM jobs WHERE id = ?'),
     };
@@ -216,6 +222,32 @@ export class JobStore {
 
   releaseJobLease(jobId: string, lease: Lease): void {
     this.s.releaseJobLease.run(jobId, lease.epoch);
+  }
+
+  /**
+   * Counts a retryable failure of leased work and keeps the lease until `retryAt`, which is the
+   * backoff. Returns the failures in a row so far (0 if the lease was lost meanwhile).
+   */
+  recordFailure(target: { jobId: string; chunkIndex?: number }, lease: Lease, retryAt: number): number {
+    const row = (
+      target.chunkIndex === undefined
+        ? this.s.phaseFailed.get({ jobId: target.jobId, epoch: lease.epoch, retryAt })
+        : this.s.chunkFailed.get({ jobId: target.jobId, chunkIndex: target.chunkIndex, epoch: lease.epoch, retryAt })
+    ) as { failures: number } | undefined;
+    return row?.failures ?? 0;
+  }
+
+  /** A phase (split or assemble) finished: its earlier failures no longer count. */
+  clearPhaseFailures(jobId: string): void {
+    this.s.phaseDone.run(jobId);
+  }
+
+  /** A resumed job starts with a clean failure count everywhere. */
+  clearFailures(jobId: string): void {
+    this.db.transaction(() => {
+      this.s.phaseDone.run(jobId);
+      this.s.chunksFresh.run(jobId);
+    }).immediate();
   }
 
   /** Takes the next pending chunk of a running job whose lease is free. */

@@ -5,13 +5,13 @@ import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.
 import { assembleJob } from './assemble-job.js';
 import type { EngineDeps } from './engine-deps.js';
 import { JOB_PHASES, JOB_STATUSES } from './job-states.js';
-import type { Lease } from './job-store.js';
 import { processChunk } from './process-chunk.js';
 import { splitJob } from './split-job.js';
 import { jobEndEvent } from './job-events.js';
 
-/** A chunk or phase that keeps failing on retryable errors pauses its job after this many tries. */
-export const MAX_ATTEMPTS = 8;
+/** A chunk or phase that fails this many times in a row on retryable errors pauses its job. */
+export const MAX_FAILURES = 8;
+const BASE_BACKOFF_MS = 500;
 
 export interface WorkerOptions {
   concurrency: number;
@@ -62,9 +62,9 @@ export class Worker {
         async (signal) => {
           if (job.phase === JOB_PHASES.split) await splitJob(this.deps, job, lease, signal);
           else await assembleJob(this.deps, job, lease, signal);
+          jobs.clearPhaseFailures(job.id);
         },
-        lease,
-        job.attempts,
+        (retryAt) => jobs.recordFailure({ jobId: job.id }, lease, retryAt),
       );
       return true;
     }
@@ -78,8 +78,7 @@ export class Worker {
         async (signal) => {
           await processChunk(this.deps, chunk, lease, signal, this.stopController.signal);
         },
-        lease,
-        chunk.attempts,
+        (retryAt) => jobs.recordFailure({ jobId: chunk.jobId, chunkIndex: chunk.chunkIndex }, lease, retryAt),
       );
       return true;
     }
@@ -88,16 +87,15 @@ export class Worker {
 
   /**
    * Runs leased work with a heartbeat. Losing the lease aborts the work (its commits are fenced
-   * anyway). A retryable failure leaves the lease to run out, which is the backoff; after
-   * MAX_ATTEMPTS the job pauses with the error's code. Any other failure fails the job.
+   * anyway). A retryable failure keeps the lease until a growing backoff has passed; after
+   * MAX_FAILURES in a row the job pauses with the error's code. Any other failure fails the job.
    */
   private async leased(
     jobId: string,
     renew: (expiresAt: number) => boolean,
     release: () => void,
     work: (signal: AbortSignal) => Promise<void>,
-    lease: Lease,
-    attempts: number,
+    recordFailure: (retryAt: number) => number,
   ): Promise<void> {
     const { clock, log } = this.deps;
     const leaseMs = this.deps.limits.leaseSeconds * 1000;
@@ -110,16 +108,27 @@ export class Worker {
       release();
     } catch (e: unknown) {
       const error = toAppError(controller.signal.aborted && isAppError(controller.signal.reason) ? controller.signal.reason : e);
+      clearInterval(heartbeat);
       if (error.code === ERROR_CODES.leaseLost) {
-        log.warn({ jobId, epoch: lease.epoch }, 'lease lost; another worker has the work');
-      } else if (error.retryable && attempts < MAX_ATTEMPTS) {
-        const backoff = Math.min(60_000, 500 * 2 ** attempts);
-        renew(clock.now() + backoff);
-        log.warn({ jobId, err: error, attempts, backoffMs: backoff }, 'retryable failure; will try again');
-      } else {
+        log.warn({ jobId }, 'lease lost; another worker has the work');
+        return;
+      }
+      if (!error.retryable) {
         release();
         this.endJob(jobId, error);
+        return;
       }
+      const failures = recordFailure(clock.now() + BASE_BACKOFF_MS);
+      if (failures === 0) return; // the lease went to another worker meanwhile
+      if (failures >= MAX_FAILURES) {
+        release();
+        this.endJob(jobId, error);
+        return;
+      }
+      // The lease now runs until the backoff is over; then any worker may take the work again.
+      const backoffMs = Math.min(60_000, BASE_BACKOFF_MS * 2 ** (failures - 1));
+      renew(clock.now() + backoffMs);
+      log.warn({ jobId, err: error, failures, backoffMs }, 'retryable failure; will try again');
     } finally {
       clearInterval(heartbeat);
     }

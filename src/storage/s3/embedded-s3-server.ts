@@ -222,13 +222,20 @@ function authorize(method: string, url: string, headers: http.IncomingHttpHeader
 type ProbeAnswer = 'ours' | 'foreign' | 'nobody';
 
 async function probe(port: number, identity: string): Promise<ProbeAnswer> {
+  // A ref'd timer, not AbortSignal.timeout: that one is unref'd, and when a peer drops the
+  // connection without an answer, it was the only thing left keeping the process alive, so a
+  // starting command could exit 0 having done nothing.
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error('probe timed out')), PROBE_TIMEOUT_MS);
   try {
-    const res = await fetch(`http://127.0.0.1:${port}${HEALTH_PATH}`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    const res = await fetch(`http://127.0.0.1:${port}${HEALTH_PATH}`, { signal: controller.signal });
     return res.ok && (await res.text()) === identity ? 'ours' : 'foreign';
   } catch (e: unknown) {
     const code = systemCodeOf(e);
     if (code === 'ECONNREFUSED' || code === 'ECONNRESET') return 'nobody';
     throw new AppError(ERROR_CODES.storageUnavailable, `embedded S3 on port ${port} does not answer`, { cause: e, retryable: true });
+  } finally {
+    clearTimeout(timer);
   }
 }
 
