@@ -1,21 +1,12 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import { hasQueryAuth } from './presign-check.js';
-import { ALGORITHM, canonicalHeaderLines, canonicalQuery, parseLongDate, parseQuery, sameSignature, signatureOf, splitOnce } from './sigv4.js';
+import { ALGORITHM, canonicalHeaderLines, canonicalQuery, parseLongDate, parseQuery, sameSignature, signatureOf, splitOnce, type SignedRequestInput } from './sigv4.js';
 
 /**
  * SigV4 `Authorization` header verification for the embedded server, which is what the AWS SDK
  * sends. s3rver only looks up the access key id of such a request and never checks its signature,
  * so without this anyone holding one presigned URL (which shows the key id) could forge requests.
  */
-export interface HeaderAuthInput {
-  method: string;
-  /** The request target exactly as received (`req.url`): raw path plus query. */
-  url: string;
-  headers: IncomingHttpHeaders;
-  now: number;
-  accessKeyId: string;
-  secretAccessKey: string;
-}
+export type HeaderAuthInput = SignedRequestInput;
 
 /** S3's own error codes, so that the SDK names its errors as it would against AWS. */
 export type HeaderAuthErrorCode =

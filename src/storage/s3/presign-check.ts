@@ -1,20 +1,11 @@
-import type { IncomingHttpHeaders } from 'node:http';
-import { canonicalHeaderLines, canonicalQuery, parseLongDate, parseQuery, s3ErrorXml, sameSignature, signatureOf, splitOnce } from './sigv4.js';
+import { canonicalHeaderLines, canonicalQuery, parseLongDate, parseQuery, s3ErrorXml, sameSignature, signatureOf, splitOnce, type SignedRequestInput } from './sigv4.js';
 
 /**
  * SigV4 query-string (presigned URL) verification for the embedded server. s3rver accepts any V4
  * signature and never checks it, so without this an expired or edited download link would still
  * work locally and then fail in production.
  */
-export interface PresignCheckInput {
-  method: string;
-  /** The request target exactly as received (`req.url`): raw path plus query. */
-  url: string;
-  headers: IncomingHttpHeaders;
-  now: number;
-  accessKeyId: string;
-  secretAccessKey: string;
-}
+export type PresignCheckInput = SignedRequestInput;
 
 export type PresignVerdict =
   | { ok: true }

@@ -8,6 +8,17 @@ import type { IncomingHttpHeaders } from 'node:http';
 
 export const ALGORITHM = 'AWS4-HMAC-SHA256';
 
+/** A request as both signature checks see it: what arrived, and what it must be signed with. */
+export interface SignedRequestInput {
+  method: string;
+  /** The request target exactly as received (`req.url`): raw path plus query. */
+  url: string;
+  headers: IncomingHttpHeaders;
+  now: number;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
 /** Keeps repeated names: a request that repeats a parameter must not verify as one that does not. */
 export function parseQuery(raw: string): Map<string, string[]> | undefined {
   const params = new Map<string, string[]>();
