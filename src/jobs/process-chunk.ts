@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { pipelineFor } from '../../pipelines/index.js';
 import type { Pipeline } from '../../pipelines/pipeline.js';
 import type { LookupOutcome } from '../lookups/lookup-provider.js';
@@ -45,6 +46,9 @@ export async function processChunk(
     const { committed, paused } = await processBatch(ctx, rows, cursor);
     cursor += committed;
     if (paused) return 'paused';
+    // An embedded lookup answers without any I/O, so a whole chunk would otherwise run as one
+    // chain of microtasks: HTTP requests, the lease heartbeat and the S3 host would wait seconds.
+    await yieldToEventLoop();
   }
   await writeParts(ctx);
   deps.jobs.completeChunk(job.id, chunk.chunkIndex, lease, deps.clock.now());

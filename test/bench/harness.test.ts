@@ -1,0 +1,94 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+
+/**
+ * A smoke test of the benchmark harness (dist/bench/run-bench.js, built by `npm test`): a small run
+ * must produce a results file with one row per scenario, each with a figure. Nothing here checks
+ * speed: the targets live in the benchmark, and a slow machine must not fail the tests.
+ */
+const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
+const RUN_BENCH = path.join(REPO_ROOT, 'dist/bench/run-bench.js');
+const MEASURED = ['engine', 'floor', 'repeat', 'resume', 'upload'];
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function runBench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  // The developer's own SLUICE_* settings must not change what the smoke run does.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [RUN_BENCH, ...args],
+      { cwd: REPO_ROOT, env, timeout: 170_000, killSignal: 'SIGTERM', maxBuffer: 16 * 1024 * 1024, encoding: 'utf8' },
+      (_error, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }),
+    );
+  });
+}
+
+/** The results table as rows of cells (a `|` inside a cell is written `\|`). */
+function tableRows(markdown: string): Map<string, { figure: string; target: string; met: string; detail: string }> {
+  const rows = new Map<string, { figure: string; target: string; met: string; detail: string }>();
+  for (const line of markdown.split('\n')) {
+    if (!line.startsWith('| ') || line.startsWith('| scenario ')) continue;
+    const cells = line
+      .slice(1, -1)
+      .split(/(?<!\\)\|/)
+      .map((c) => c.trim());
+    if (cells.length !== 5) continue;
+    const [scenario, figure, target, met, detail] = cells as [string, string, string, string, string];
+    if (!rows.has(scenario)) rows.set(scenario, { figure, target, met, detail });
+  }
+  return rows;
+}
+
+describe('the benchmark harness', () => {
+  it('runs engine, floor, repeat, resume and upload at 10,000 rows and writes a row with figures for each', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-smoke-'));
+    dirs.push(dir);
+    const out = path.join(dir, 'RESULTS.md');
+    // A short lease, so that the resumed worker does not wait 30 s for the killed one's chunk.
+    const result = await runBench([
+      '--rows', '10000',
+      '--runs', '1',
+      '--scenarios', [...MEASURED, 'remote'].join(','),
+      '--out', out,
+      '--env', 'SLUICE_LEASE_SECONDS=2',
+    ]);
+    expect(result.code, result.stderr.slice(-3000)).toBe(0);
+
+    const text = fs.readFileSync(out, 'utf8');
+    expect(text).toMatch(/^- Machine: .+, \d+ cores, [\d.]+ GiB memory/m);
+    expect(text).toContain(`Node ${process.version}`);
+    expect(text).toMatch(/^- Date: \d{4}-\d{2}-\d{2}T/m);
+    expect(text).toContain('node dist/bench/run-bench.js --rows 10000');
+
+    const rows = tableRows(text);
+    for (const scenario of MEASURED) {
+      const row = rows.get(scenario);
+      expect(row, `no row for ${scenario} in:\n${text}`).toBeDefined();
+      expect(row!.met, `${scenario}: ${row!.detail}`).not.toBe('failed');
+      expect(row!.figure, scenario).toMatch(/\d/);
+      expect(row!.detail, scenario).toMatch(/\d/);
+      expect(['met', 'met (and the aim)', 'NOT met', 'n/a']).toContain(row!.met);
+    }
+    expect(rows.get('engine')!.figure).toMatch(/^engine\/floor \d+\.\d+×$/);
+    expect(rows.get('resume')!.detail).toContain('byte-identical');
+
+    const remote = rows.get('remote');
+    expect(remote, text).toBeDefined();
+    expect(remote!.figure).toMatch(/not measurable/i);
+    expect(remote!.figure).not.toMatch(/\d/);
+    expect(remote!.met).toBe('n/a');
+
+    // Children and temp dirs are gone: nothing of the run is left in the temp dir.
+    const leftovers = fs.readdirSync(os.tmpdir()).filter((name) => name.startsWith('sluice-bench-') && !name.startsWith('sluice-bench-smoke-'));
+    const ours = leftovers.filter((name) => result.stderr.includes(path.join(os.tmpdir(), name)));
+    expect(ours).toEqual([]);
+  }, 180_000);
+});
