@@ -29,6 +29,16 @@ import { measureUpload, type UploadResult } from './upload.js';
 const SCENARIOS = ['engine', 'floor', 'repeat', 'memory', 'resume', 'upload', 'remote', 'profile'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
+const USAGE = `usage: node dist/bench/run-bench.js [options]
+  --rows N           rows of the generated input (default 1000000)
+  --runs K           runs of the short scenarios (default: 3 for floor, 1 for the engine ones)
+  --scenarios LIST   comma-separated, of ${SCENARIOS.join(', ')}
+  --out FILE         where the report goes (default bench/RESULTS.md)
+  --env SLUICE_X=V   a setting for the engine children (repeatable)
+  --node-arg=ARG     a Node flag for the engine children (repeatable)
+  --keep             keep the temp dir with inputs, data dirs and profiles
+`;
+
 const TARGETS = {
   engineFloor: 3.0,
   engineFloorAim: 2.0,
@@ -65,8 +75,13 @@ function parseOptions(argv: string[]): Options {
       env: { type: 'string', multiple: true, default: [] },
       'node-arg': { type: 'string', multiple: true, default: [] },
       keep: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
     },
   });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
   const rows = Number(values.rows);
   if (!Number.isInteger(rows) || rows < 100 || rows > 100_000_000) throw new Error(`--rows must be a whole number from 100 to 100000000, got "${values.rows}"`);
   const runs = values.runs === undefined ? undefined : Number(values.runs);
