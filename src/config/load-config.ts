@@ -113,7 +113,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxRows: read(s.maxRows),
       maxLineBytes: read(s.maxLineBytes),
       chunkRows: read(s.chunkRows),
-      batchRows: read(s.batchRows),
+      // Unset, the batch follows a small chunk down rather than failing on a value nobody set.
+      batchRows: env[s.batchRows.name]?.trim() ? read(s.batchRows) : Math.min(s.batchRows.fallback, read(s.chunkRows)),
       accountConcurrency: read(s.accountConcurrency),
       providerConcurrency: read(s.providerConcurrency),
       workerConcurrency: read(s.workerConcurrency),

@@ -131,6 +131,15 @@ export class DbPeek {
     return (this.db.prepare('SELECT lease_epoch AS n FROM job_chunks WHERE job_id = ? ORDER BY chunk_index').all(jobId) as { n: number }[]).map((r) => r.n);
   }
 
+  chunkCursors(jobId: string): { chunk_index: number; cursor: number; row_count: number; status: string }[] {
+    return this.db.prepare('SELECT chunk_index, cursor, row_count, status FROM job_chunks WHERE job_id = ? ORDER BY chunk_index').all(jobId) as {
+      chunk_index: number;
+      cursor: number;
+      row_count: number;
+      status: string;
+    }[];
+  }
+
   credits(accountId: string): number {
     const row = this.db.prepare('SELECT credits FROM accounts WHERE id = ?').get(accountId) as { credits: number } | undefined;
     if (!row) throw new Error(`no account ${accountId}`);

@@ -145,6 +145,7 @@ class EmbeddedS3Server implements EmbeddedS3 {
       }
       const answer = await probe(recorded, this.identity);
       if (answer === 'ours') return { port: recorded };
+      if (answer === 'slow') continue;
       if (answer === 'foreign') {
         throw new AppError(ERROR_CODES.storageUnavailable, `port ${recorded} recorded in ${this.portFile} is held by another program`, {
           retryable: true,
@@ -219,7 +220,8 @@ function authorize(method: string, url: string, headers: http.IncomingHttpHeader
   return { code: 'AccessDenied', message: 'Access Denied' };
 }
 
-type ProbeAnswer = 'ours' | 'foreign' | 'nobody';
+/** `slow`: something accepted the connection but did not answer in time (a host that is busy). */
+type ProbeAnswer = 'ours' | 'foreign' | 'nobody' | 'slow';
 
 async function probe(port: number, identity: string): Promise<ProbeAnswer> {
   // A ref'd timer, not AbortSignal.timeout: that one is unref'd, and when a peer drops the
@@ -233,6 +235,9 @@ async function probe(port: number, identity: string): Promise<ProbeAnswer> {
   } catch (e: unknown) {
     const code = systemCodeOf(e);
     if (code === 'ECONNREFUSED' || code === 'ECONNRESET') return 'nobody';
+    // A host blocks its event loop while better-sqlite3 waits on another process's lock (up to
+    // the busy timeout): that is a host to wait for, not a dead one.
+    if (controller.signal.aborted) return 'slow';
     throw new AppError(ERROR_CODES.storageUnavailable, `embedded S3 on port ${port} does not answer`, { cause: e, retryable: true });
   } finally {
     clearTimeout(timer);
