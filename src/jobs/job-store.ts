@@ -334,6 +334,17 @@ export class JobStore {
   }
 
   /**
+   * Like `transition`, but only from the given status, read in the same transaction: a worker
+   * ending a job must not trip over an operator who cancelled it a moment before. Returns
+   * undefined, changing nothing, when the job is no longer there.
+   */
+  transitionFrom(from: JobStatus, jobId: string, to: JobStatus, input: { reason?: string | null; message?: string | null; now: number; event?: OutboxEvent }): JobRecord | undefined {
+    return this.db
+      .transaction(() => (this.status(jobId) === from ? this.transition(jobId, to, input) : undefined))
+      .immediate();
+  }
+
+  /**
    * Moves a job to another status if the move is allowed from where it is now, and returns the
    * job as it is after the call. Terminal states never change again.
    */

@@ -140,12 +140,12 @@ export class Worker {
     if (!job || job.status !== JOB_STATUSES.running) return;
     const now = clock.now();
     if (error.retryable) {
-      jobs.transition(jobId, JOB_STATUSES.paused, { reason: error.code, message: error.message, now });
+      jobs.transitionFrom(JOB_STATUSES.running, jobId, JOB_STATUSES.paused, { reason: error.code, message: error.message, now });
       log.warn({ jobId, err: error }, 'job paused after repeated failures');
     } else {
       const reason = isInputError(error) ? error.code : ERROR_CODES.internal;
       const ended = { ...job, status: JOB_STATUSES.failed, reason, errorMessage: error.message, finishedAt: now };
-      jobs.transition(jobId, JOB_STATUSES.failed, { reason, message: error.message, now, event: jobEndEvent(ended, now) });
+      jobs.transitionFrom(JOB_STATUSES.running, jobId, JOB_STATUSES.failed, { reason, message: error.message, now, event: jobEndEvent(ended, now) });
       // A caller's bad file is an outcome, not a fault of ours: no stack, no error level.
       if (reason === ERROR_CODES.internal) log.error({ jobId, err: error }, 'job failed');
       else log.info({ jobId, reason, message: error.message }, 'job rejected its input');

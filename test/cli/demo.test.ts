@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cliEnv, killChildren, runCli, type CliResult } from '../support/cli-process.js';
-import { tempDir } from '../support/test-engine.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { cliEnv, killChildren, removeScratchDirs, runCli, scratchDir, type CliResult } from '../support/cli-process.js';
 
 afterEach(async () => {
   await killChildren();
 });
+afterAll(() => removeScratchDirs());
 
 /** The demo's steps print the job summary twice; this picks the numbers out of one of them. */
 function summaries(stdout: string): { status: string; found: number; credits: number }[] {
@@ -20,7 +20,7 @@ describe('sluice demo', () => {
   let unused: string;
 
   beforeAll(async () => {
-    const root = tempDir('sluice-demo-');
+    const root = scratchDir('sluice-demo-');
     const started = Date.now();
     // SLUICE_DATA_DIR points elsewhere on purpose: the demo must use the dir it is given.
     unused = path.join(root, 'unused');

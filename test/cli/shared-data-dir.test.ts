@@ -4,20 +4,20 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseCsv, resultRecords, writeGenderCsv } from '../support/csv-fixture.js';
-import { cliEnv, DbPeek, exitWithin, killChildren, parseJson, runCli, spawnCli, workerReady, type CliResult } from '../support/cli-process.js';
-import { openTestEngine, tempDir } from '../support/test-engine.js';
+import { cliEnv, DbPeek, exitWithin, killChildren, parseJson, queueJob, removeScratchDirs, runCli, scratchDir, spawnCli, workerReady, type CliResult } from '../support/cli-process.js';
 
 const peeks: DbPeek[] = [];
 afterEach(async () => {
   await killChildren();
   for (const peek of peeks.splice(0)) peek.close();
+  removeScratchDirs();
 });
 
 const GRANT = 100_000;
 
 describe('several sluice processes on one data dir at once', () => {
   it('two workers, two runs and job listings share the data dir: both jobs complete, the balance adds up, nothing crashes', async () => {
-    const root = tempDir('sluice-shared-');
+    const root = scratchDir('sluice-shared-');
     const dataDir = path.join(root, 'data');
     const env = cliEnv(dataDir, { SLUICE_CHUNK_ROWS: '500', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20' });
     const files = [
@@ -99,7 +99,7 @@ describe('several sluice processes on one data dir at once', () => {
   it('when the embedded S3 host cuts the connection of a starting command, the command fails with storage_unavailable instead of exiting 0 having done nothing', async () => {
     // What a command sees when it probes the recorded port just as the hosting process closes:
     // the connection is accepted and then dropped before any answer.
-    const dataDir = path.join(tempDir('sluice-shared-'), 'data');
+    const dataDir = path.join(scratchDir('sluice-shared-'), 'data');
     fs.mkdirSync(path.join(dataDir, 's3'), { recursive: true });
     const dropper = net.createServer((socket) => socket.destroy());
     await new Promise<void>((resolve) => dropper.listen({ host: '127.0.0.1', port: 0 }, resolve));
@@ -118,7 +118,7 @@ describe('several sluice processes on one data dir at once', () => {
     // The host's event loop stops whenever it waits on another process's SQLite lock, which
     // better-sqlite3 does synchronously for up to SLUICE_SQLITE_BUSY_TIMEOUT_MS (5 s); SIGSTOP
     // makes such a pause happen on purpose, for less than that.
-    const dataDir = path.join(tempDir('sluice-shared-'), 'data');
+    const dataDir = path.join(scratchDir('sluice-shared-'), 'data');
     const env = cliEnv(dataDir, { SLUICE_POLL_MS: '20' });
     const host = spawnCli(['worker'], env);
     await workerReady(host);
@@ -139,14 +139,11 @@ describe('several sluice processes on one data dir at once', () => {
   it('a worker that hosts the embedded S3 server answers it within the 2 s other processes wait, all the while it works through a job', async () => {
     // A probe of the host gives up after 2 s (PROBE_TIMEOUT_MS). One slot on one long chunk of
     // many batches: a host that serves requests only between chunks stalls for the whole chunk.
-    const root = tempDir('sluice-shared-');
+    const root = scratchDir('sluice-shared-');
     const dataDir = path.join(root, 'data');
     const settings = { SLUICE_CHUNK_ROWS: '60000', SLUICE_BATCH_ROWS: '500', SLUICE_WORKER_CONCURRENCY: '1', SLUICE_POLL_MS: '20' };
     const input = await writeGenderCsv(root, 'in.csv', { rows: 60_000, seed: 53 });
-    const setup = await openTestEngine({ ...settings, SLUICE_DATA_DIR: dataDir });
-    setup.deps.billing.createAccount({ id: 'acc', credits: 100_000, now: Date.now() });
-    const job = await setup.jobService.submit({ accountId: 'acc', type: 'gender', body: fs.createReadStream(input), inputName: 'in.csv', options: {} });
-    await setup.close();
+    const { jobId } = await queueJob(dataDir, input, { credits: 100_000, env: settings });
 
     const host = spawnCli(['worker'], cliEnv(dataDir, settings));
     await workerReady(host);
@@ -155,7 +152,7 @@ describe('several sluice processes on one data dir at once', () => {
     peeks.push(db);
     const answers: number[] = [];
     const deadline = Date.now() + 60_000;
-    while (db.job(job.id).status !== 'completed' && Date.now() < deadline) {
+    while (db.job(jobId).status !== 'completed' && Date.now() < deadline) {
       const started = performance.now();
       // Anonymous, so the answer is a 403; what counts is that it comes, and how soon.
       const response = await fetch(endpoint, { signal: AbortSignal.timeout(10_000) });
@@ -164,7 +161,7 @@ describe('several sluice processes on one data dir at once', () => {
       await sleep(25);
     }
 
-    expect(db.job(job.id).status, host.stderr()).toBe('completed');
+    expect(db.job(jobId).status, host.stderr()).toBe('completed');
     expect(answers.length).toBeGreaterThan(5);
     expect(Math.max(...answers), `slowest of ${answers.length} answers, in ms`).toBeLessThan(2_000);
   });

@@ -82,3 +82,15 @@ describe('the repeat-free window', () => {
     expect(after).toBe(300);
   });
 });
+
+describe('ending a job', () => {
+  it('changes nothing when another process has ended it first, instead of throwing', async () => {
+    const clock = new FakeClock();
+    const { e, job } = await splitOneJob(clock);
+    e.jobService.cancel(job.id);
+    const now = clock.now();
+    expect(e.deps.jobs.transitionFrom('running', job.id, 'failed', { reason: 'internal', now })).toBeUndefined();
+    expect(e.jobService.get(job.id).status).toBe('cancelled');
+    expect(() => e.deps.jobs.transition(job.id, 'failed', { reason: 'internal', now })).toThrow(/cannot become failed/);
+  });
+});

@@ -1,8 +1,9 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { exited } from './child-worker.js';
-import { CLI } from './test-engine.js';
+import { CLI, openTestEngine, tempDir } from './test-engine.js';
 
 export interface CliResult {
   code: number | null;
@@ -88,12 +89,45 @@ export async function exitWithin(child: ChildProcess, timeoutMs: number): Promis
   }
 }
 
+const scratch: string[] = [];
+
+/** A temp dir that removeScratchDirs deletes; a 40,000-row job leaves tens of MB behind. */
+export function scratchDir(prefix = 'sluice-cli-'): string {
+  const dir = tempDir(prefix);
+  scratch.push(dir);
+  return dir;
+}
+
+/** For afterEach, once every process and handle on the dirs is closed. */
+export function removeScratchDirs(): void {
+  for (const dir of scratch.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+}
+
 /** For afterEach: whatever a test left running is killed and reaped. */
 export async function killChildren(): Promise<void> {
   const left = [...running];
   running.clear();
   for (const child of left) child.kill('SIGKILL');
   await Promise.all(left.map((child) => exited(child)));
+}
+
+/**
+ * A queued job and its account, made by an engine in this process that is closed again before any
+ * CLI process starts: the job waits for whichever worker process comes first.
+ */
+export async function queueJob(
+  dataDir: string,
+  input: string,
+  options: { credits: number; accountId?: string; env?: Record<string, string> },
+): Promise<{ jobId: string; accountId: string }> {
+  const engine = await openTestEngine({ ...options.env, SLUICE_DATA_DIR: dataDir });
+  try {
+    const account = engine.deps.billing.createAccount({ id: options.accountId, credits: options.credits, now: Date.now() });
+    const job = await engine.jobService.submit({ accountId: account.id, type: 'gender', body: fs.createReadStream(input), inputName: path.basename(input), options: {} });
+    return { jobId: job.id, accountId: account.id };
+  } finally {
+    await engine.close();
+  }
 }
 
 export interface JobRow {
