@@ -13,6 +13,7 @@ import { ensureEmbeddedS3, type EmbeddedS3 } from '../../src/storage/s3/embedded
 import { MemoryObjectStore } from '../../src/storage/s3/memory-object-store.js';
 import type { ObjectStore } from '../../src/storage/s3/object-store.js';
 import { S3ObjectStore, type S3ObjectStoreSettings } from '../../src/storage/s3/s3-object-store.js';
+import { NodeSha256 } from '../support/node-sha256.js';
 
 const MiB = 1024 * 1024;
 const credentials = { accessKeyId: 'test-key', secretAccessKey: 'test-secret' };
@@ -368,18 +369,3 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Node's hashes in the shape @smithy/signature-v4 wants: HMAC when given a secret. */
-class NodeSha256 {
-  private readonly hash;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    const key = typeof secret === 'string' || secret === undefined ? secret : Buffer.from(secret as ArrayBuffer);
-    this.hash = key === undefined ? createHash('sha256') : createHmac('sha256', key);
-  }
-  update(data: Uint8Array): void {
-    this.hash.update(data);
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.hash.digest());
-  }
-  reset(): void {}
-}

@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -18,6 +18,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
 import { checkHeaderSigned, type HeaderAuthInput } from './header-auth-check.js';
 import { parseLongDate } from './sigv4.js';
+import { NodeSha256 } from '../../../test/support/node-sha256.js';
 
 const KEY_ID = 'test-key';
 const SECRET = 'test-secret';
@@ -120,21 +121,6 @@ function flipLastSignatureDigit(request: Captured | undefined): Captured {
   }));
 }
 
-/** Node's hashes in the shape @smithy/signature-v4 wants: HMAC when given a secret. */
-class NodeSha256 {
-  private readonly hash;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    const key = typeof secret === 'string' || secret === undefined ? secret : Buffer.from(secret as ArrayBuffer);
-    this.hash = key === undefined ? createHash('sha256') : createHmac('sha256', key);
-  }
-  update(data: Uint8Array): void {
-    this.hash.update(data);
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.hash.digest());
-  }
-  reset(): void {}
-}
 
 const signer = new SignatureV4({
   credentials: { accessKeyId: KEY_ID, secretAccessKey: SECRET },
