@@ -44,8 +44,8 @@ COPY --from=build /app/fixtures/gender-10k.csv ./fixtures/gender-10k.csv
 VOLUME /data
 USER sluice
 
-# `sluice serve` (the HTTP API, with its own workers) listens on SLUICE_PORT when run with `serve`.
+# `sluice serve`: the HTTP API on SLUICE_PORT, with job workers in the same process.
 EXPOSE 8080
 ENTRYPOINT ["node", "dist/src/main/cli.js"]
-# Job workers only. Run the image with `serve` for the HTTP API.
-CMD ["worker"]
+# Run the image with `worker` for job workers without the API.
+CMD ["serve"]
