@@ -19,12 +19,6 @@ export class Limiters {
     const provider = getOrCreate(this.providers, providerName, this.providerConcurrency);
     return account(() => provider(call));
   }
-
-  /** Lookups running or waiting for an account, for tests and progress output. */
-  accountLoad(accountId: string): { active: number; pending: number } {
-    const limit = this.accounts.get(accountId);
-    return { active: limit?.activeCount ?? 0, pending: limit?.pendingCount ?? 0 };
-  }
 }
 
 function getOrCreate(map: Map<string, LimitFunction>, key: string, concurrency: number): LimitFunction {
