@@ -18,6 +18,10 @@ export interface CsvReadOptions {
 
 const DEFAULT_BATCH_CHARS = 64 * 1024;
 const SNIFF_BYTES = 4;
+const QUOTE = 34;
+const COMMA = 44;
+const LF = 10;
+const CR = 13;
 
 /** What papaparse's core parser hands a step callback: one record and the offset just past it. */
 interface PapaStepResult {
@@ -159,6 +163,9 @@ class RecordBatcher {
   /** A CR ending one chunk may be the first half of a CRLF split across chunks. */
   private heldCr = false;
   private inQuotes = false;
+  /** The last character of the previous text (-1 before any), and whether it closed a quoted cell. */
+  private lastChar = -1;
+  private lastClosed = false;
   private input = '';
   private rows: string[][] = [];
   private recordEnd = 0;
@@ -194,26 +201,45 @@ class RecordBatcher {
 
   /**
    * Turns CRLF and lone CR into LF where they end a record, and only there: a line break inside a
-   * quoted cell is data and must come back byte for byte. In well-formed CSV every `"` flips the
-   * in-quotes state (`""` flips it twice), so one flag carried across chunks is enough.
+   * quoted cell is data and must come back byte for byte. The in-quotes state follows papaparse's
+   * rules: a quote opens a cell only at the cell's start, and a quote in the middle of an unquoted
+   * cell (`5" screen`) is data. Counting every quote instead took such a cell for an open quote,
+   * so the CR line ends after it stayed in the cells: rows merged and vanished, or kept a CR.
    */
   private unifyLineEnds(text: string): string {
-    if (text.indexOf('\r') === -1) {
-      for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) this.inQuotes = !this.inQuotes;
-      return text;
-    }
-    let out = '';
-    let from = 0;
-    for (let i = 0; i < text.length; i++) {
-      const c = text.charCodeAt(i);
-      if (c === 34) this.inQuotes = !this.inQuotes;
-      else if (c === 13 && !this.inQuotes) {
-        out += text.slice(from, i) + '\n';
-        if (text.charCodeAt(i + 1) === 10) i++;
-        from = i + 1;
+    if (text.length === 0) return text;
+    // Where the last quote that closed a quoted cell was; -1 is the end of the previous text.
+    let closedAt = this.lastClosed ? -1 : -2;
+    const onQuote = (at: number): void => {
+      if (this.inQuotes) {
+        this.inQuotes = false;
+        closedAt = at;
+        return;
       }
+      const prev = at === 0 ? this.lastChar : text.charCodeAt(at - 1);
+      // Right after a closing quote, a quote is the second half of `""` and reopens the cell.
+      if (closedAt === at - 1 || prev === -1 || prev === COMMA || prev === LF || prev === CR) this.inQuotes = true;
+    };
+    let out = text;
+    if (text.indexOf('\r') === -1) {
+      for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) onQuote(at);
+    } else {
+      out = '';
+      let from = 0;
+      for (let i = 0; i < text.length; i++) {
+        const c = text.charCodeAt(i);
+        if (c === QUOTE) onQuote(i);
+        else if (c === CR && !this.inQuotes) {
+          out += text.slice(from, i) + '\n';
+          if (text.charCodeAt(i + 1) === LF) i++;
+          from = i + 1;
+        }
+      }
+      out += text.slice(from);
     }
-    return out + text.slice(from);
+    this.lastChar = text.charCodeAt(text.length - 1);
+    this.lastClosed = closedAt === text.length - 1;
+    return out;
   }
 
   *end(tail: string): Generator<string[][], void, undefined> {
