@@ -48,7 +48,7 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
 
 export async function runJob(
   engine: Engine,
-  input: { file: string; type: string; accountId?: string; column?: string; outDir?: string; progress?: NodeJS.WriteStream },
+  input: { file: string; type: string; accountId?: string; column?: string; downloadLink?: boolean; outDir?: string; progress?: NodeJS.WriteStream },
 ): Promise<RunResult> {
   const { deps, jobService, config } = engine;
   const stat = fs.statSync(input.file, { throwIfNoEntry: false });
@@ -60,7 +60,7 @@ export async function runJob(
     type: input.type,
     body: fs.createReadStream(input.file),
     inputName: path.basename(input.file),
-    options: input.column === undefined ? {} : { column: input.column },
+    options: { ...(input.column === undefined ? {} : { column: input.column }), ...(input.downloadLink ? { downloadLink: true } : {}) },
   });
 
   const settled = () => {

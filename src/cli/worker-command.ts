@@ -1,22 +1,30 @@
 import { Worker } from '../jobs/worker.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
+import { webhookSender } from '../webhooks/webhooks.js';
 import { parseCommand, positiveInt, type CliIo } from './cli-io.js';
 
 export const WORKER_USAGE = 'sluice worker [--concurrency N]';
 
-/** Runs workers until SIGTERM or SIGINT, then finishes the batches in flight and releases leases. */
+/**
+ * Runs workers (and the webhook sender, unless SLUICE_WEBHOOK_SENDER=false) until SIGTERM or
+ * SIGINT, then finishes the batches and attempts in flight and releases leases.
+ */
 export async function workerCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
   const { values } = parseCommand(args, { concurrency: { type: 'string' } }, 0);
   const concurrency = positiveInt(values.concurrency as string | undefined, '--concurrency', engine.config.jobs.workerConcurrency);
   if (concurrency < 1) throw new AppError(ERROR_CODES.badArgument, '--concurrency must be at least 1');
   const worker = new Worker(engine.deps);
-  const stop = () => worker.stop();
+  const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
+  const stop = () => {
+    worker.stop();
+    sender?.stop();
+  };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   engine.deps.log.info({ worker: worker.id, concurrency }, 'worker started');
   io.stderr.write(`worker ${worker.id} running with ${concurrency} slot(s); Ctrl-C to stop\n`);
-  await worker.run({ concurrency });
+  await Promise.all([worker.run({ concurrency }), sender?.run()]);
   engine.deps.log.info({ worker: worker.id }, 'worker stopped');
   return 0;
 }

@@ -15,6 +15,14 @@ export interface Config {
   readonly billing: { readonly repeatFreeDays: number; readonly defaultAccountCredits: number };
   readonly presignExpiresSeconds: number;
   readonly api: ApiConfig;
+  readonly webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  readonly allowPrivate: boolean;
+  readonly attemptTimeoutMs: number;
+  readonly telegramApiUrl: string;
+  readonly runSender: boolean;
 }
 
 export interface ApiConfig {
@@ -86,6 +94,10 @@ export const SETTINGS = {
   sessionTtlSeconds: int('SLUICE_SESSION_TTL_SECONDS', 86_400, 60, 30 * 86_400, 'Lifetime of a login session token.'),
   keyRevealSeconds: int('SLUICE_KEY_REVEAL_SECONDS', 900, 0, 30 * 86_400, 'How long after creation an API key can be revealed again; after that, 410.'),
   serveWorker: bool('SLUICE_SERVE_WORKER', true, 'Whether `sluice serve` also runs job workers in its own process.'),
+  webhookAllowPrivate: bool('SLUICE_WEBHOOK_ALLOW_PRIVATE', false, 'For development and tests only: lets webhooks use plain http and loopback or private addresses. Off, webhook URLs must be https and resolve only to public addresses.'),
+  webhookTimeoutMs: int('SLUICE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000, 'Time allowed for one webhook delivery attempt (the spec: 10 s).'),
+  telegramApiUrl: url('SLUICE_TELEGRAM_API_URL', 'https://api.telegram.org', 'Base URL of the Telegram Bot API, for `telegram` webhooks.'),
+  webhookSender: bool('SLUICE_WEBHOOK_SENDER', true, 'Whether `sluice serve` and `sluice worker` also deliver webhooks.'),
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -129,6 +141,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sessionTtlSeconds: read(s.sessionTtlSeconds),
       keyRevealSeconds: read(s.keyRevealSeconds),
       runWorker: read(s.serveWorker),
+    },
+    webhooks: {
+      allowPrivate: read(s.webhookAllowPrivate),
+      attemptTimeoutMs: read(s.webhookTimeoutMs),
+      telegramApiUrl: read(s.telegramApiUrl),
+      runSender: read(s.webhookSender),
     },
   };
   if ((config.s3.accessKeyId === undefined) !== (config.s3.secretAccessKey === undefined)) {
@@ -191,6 +209,11 @@ function oneOf<const T extends string>(name: string, values: readonly T[], fallb
       return match;
     },
   };
+}
+
+function url(name: string, fallback: string, describe: string): Setting<string> {
+  const { parse } = optionalUrl(name, describe);
+  return { name, fallback, describe, parse: (raw) => parse(raw, name)! };
 }
 
 function optionalUrl(name: string, describe: string): Setting<string | undefined> {

@@ -7,6 +7,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import type { ObjectStore } from '../storage/s3/object-store.js';
 import type { Db } from '../storage/sqlite/open-database.js';
+import type { Outbox } from '../webhooks/outbox.js';
 import type { JobStore } from './job-store.js';
 
 /** Everything the engine touches, passed in; the composition roots in src/main build it. */
@@ -23,4 +24,6 @@ export interface EngineDeps {
   /** Lookup providers by lookup kind. */
   readonly providers: ReadonlyMap<string, LookupProvider>;
   readonly limiters: Limiters;
+  /** For events that no job state carries, such as `lookup.completed`. */
+  readonly outbox: Outbox;
 }

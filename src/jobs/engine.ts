@@ -1,6 +1,7 @@
 import type { KeyStore } from '../auth/key-store.js';
 import type { SessionStore } from '../auth/session-store.js';
 import type { Config } from '../config/load-config.js';
+import type { Webhooks } from '../webhooks/webhooks.js';
 import type { EngineDeps } from './engine-deps.js';
 import type { JobService } from './job-service.js';
 
@@ -10,5 +11,6 @@ export interface Engine {
   readonly deps: EngineDeps;
   readonly jobService: JobService;
   readonly auth: { readonly keys: KeyStore; readonly sessions: SessionStore };
+  readonly webhooks: Webhooks;
   close(): Promise<void>;
 }

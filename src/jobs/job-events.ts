@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { JobRecord, OutboxEvent } from './job-store.js';
+import type { PresignedUrl } from '../storage/s3/object-store.js';
+import type { OutboxEvent } from '../webhooks/outbox.js';
+import type { PayloadEnricher } from '../webhooks/webhook-client.js';
+import { WEBHOOK_EVENTS } from '../webhooks/webhook-store.js';
+import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter } from './job-states.js';
+import type { JobRecord } from './job-store.js';
 import { jobSummary } from './job-summary.js';
 
 /**
@@ -9,8 +14,34 @@ import { jobSummary } from './job-summary.js';
 export function jobEndEvent(job: JobRecord, now: number): OutboxEvent {
   return {
     id: `evt_${randomUUID()}`,
-    event: 'bulk.completed',
+    event: WEBHOOK_EVENTS.bulkCompleted,
     accountId: job.accountId,
-    payload: { event: 'bulk.completed', data: jobSummary(job), created_at: new Date(now).toISOString() },
+    payload: { event: WEBHOOK_EVENTS.bulkCompleted, data: jobSummary(job), created_at: new Date(now).toISOString() },
   };
+}
+
+/**
+ * Fresh download links for a completed `bulk.completed` of a job created with download_link=true,
+ * made at send time so that a retry or a redelivery never carries an expired URL: `download_url`
+ * (the `all` file, as the spec names it) with `expires_at`, and `downloads` with one per filter.
+ */
+export function withDownloadUrls(jobs: JobLinks, expiresInSeconds: number): PayloadEnricher {
+  return async (event, payload) => {
+    if (event !== WEBHOOK_EVENTS.bulkCompleted) return payload;
+    const envelope = payload as { data: { id: string } & Record<string, unknown> };
+    const job = jobs.find(envelope.data.id);
+    if (!job || job.status !== JOB_STATUSES.completed || !job.options.downloadLink) return payload;
+    const downloads: Record<string, { download_url: string; expires_at: string }> = {};
+    for (const filter of EXPORT_FILTERS) {
+      const url = await jobs.downloadUrl(job.id, filter, expiresInSeconds);
+      downloads[filter] = { download_url: url.url, expires_at: url.expiresAt.toISOString() };
+    }
+    return { ...envelope, data: { ...envelope.data, download_url: downloads.all!.download_url, expires_at: downloads.all!.expires_at, downloads } };
+  };
+}
+
+/** The part of JobService that links need (an interface here keeps job-service -> job-events one way). */
+export interface JobLinks {
+  find(id: string): JobRecord | undefined;
+  downloadUrl(id: string, filter: ExportFilter, expiresInSeconds: number): Promise<PresignedUrl>;
 }

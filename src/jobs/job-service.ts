@@ -62,6 +62,10 @@ export class JobService {
     return this.deps.jobs.require(id);
   }
 
+  find(id: string): JobRecord | undefined {
+    return this.deps.jobs.get(id);
+  }
+
   cancel(id: string): JobRecord {
     const job = this.deps.jobs.require(id);
     if (job.status === JOB_STATUSES.cancelled) return job;

@@ -1,5 +1,6 @@
 import type { Db } from '../storage/sqlite/open-database.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
+import { Outbox, type OutboxEvent } from '../webhooks/outbox.js';
 import { JOB_PHASES, JOB_STATUSES, TERMINAL_STATUSES, type JobPhase, type JobStatus } from './job-states.js';
 
 export interface JobOptions {
@@ -85,7 +86,10 @@ type JobRow = Omit<JobRecord, 'options' | 'header'> & { options: string; header:
 export class JobStore {
   private readonly s;
 
+  private readonly outbox: Outbox;
+
   constructor(private readonly db: Db) {
+    this.outbox = new Outbox(db);
     this.s = {
       insertJob: db.prepare(
         `INSERT INTO jobs (id, account_id, type, status, phase, input_key, input_name, options, created_at, updated_at)
@@ -163,7 +167,6 @@ export class JobStore {
       phaseFailed: db.prepare('UPDATE jobs SET failures = failures + 1, lease_expires_at = @retryAt WHERE id = @jobId AND lease_epoch = @epoch RETURNING failures'),
       phaseDone: db.prepare('UPDATE jobs SET failures = 0 WHERE id = ?'),
       chunksFresh: db.prepare('UPDATE job_chunks SET failures = 0 WHERE job_id = ?'),
-      insertOutbox: db.prepare('INSERT INTO outbox (id, event, account_id, payload, created_at) VALUES (?, ?, ?, ?, ?)'),
       jobStatus: db.prepare('SELECT status FROM jobs WHERE id = ?'),
     };
   }
@@ -329,7 +332,7 @@ export class JobStore {
     this.db.transaction(() => {
       const changed = this.s.complete.run({ id: jobId, epoch: lease.epoch, ...keys, now }).changes;
       if (changed !== 1) throw leaseLost(`assembly of ${jobId}`);
-      this.s.insertOutbox.run(event.id, event.event, event.accountId, JSON.stringify(event.payload), now);
+      this.outbox.add(event, now);
     }).immediate();
   }
 
@@ -364,20 +367,10 @@ export class JobStore {
         terminal: terminal ? 1 : 0,
         releaseLease: to === JOB_STATUSES.running ? 0 : 1,
       });
-      if (input.event) {
-        const e = input.event;
-        this.s.insertOutbox.run(e.id, e.event, e.accountId, JSON.stringify(e.payload), input.now);
-      }
+      if (input.event) this.outbox.add(input.event, input.now);
       return this.require(jobId);
     }).immediate();
   }
-}
-
-export interface OutboxEvent {
-  id: string;
-  event: string;
-  accountId: string;
-  payload: unknown;
 }
 
 function allowed(job: JobRecord, to: JobStatus): boolean {

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Pipeline } from '../../pipelines/pipeline.js';
 import { DAY_MS } from '../shared/clock.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
+import type { OutboxEvent } from '../webhooks/outbox.js';
+import { WEBHOOK_EVENTS } from '../webhooks/webhook-store.js';
 import type { EngineDeps } from './engine-deps.js';
 import { lookupBatch } from './lookup-batch.js';
 
@@ -40,8 +42,20 @@ export async function singleLookup<R>(deps: EngineDeps, pipeline: Pipeline<R>, a
     const charge = deps.billing.chargeBatch({ accountId, kind, keys: [key], jobId: 'single', batchId: randomUUID(), now, since });
     if (charge.unpaidFrom !== undefined) return { ok: false, reason: 'insufficient_credits' };
     if (cached === undefined) deps.results.put(kind, key, result, now);
-    return { ok: true, key, result: result as R, credits: charge.charged.has(key) ? 1 : 0, cached: cached !== undefined };
+    const credits = charge.charged.has(key) ? 1 : 0;
+    deps.outbox.addIfSubscribed(lookupEvent(accountId, kind, key, result, credits, now), now);
+    return { ok: true, key, result: result as R, credits, cached: cached !== undefined };
   }).immediate();
+}
+
+/** `lookup.completed`: the looked-up target and its answer, for accounts that subscribe to it. */
+function lookupEvent(accountId: string, lookup: string, target: string, result: unknown, credits: number, now: number): OutboxEvent {
+  return {
+    id: `evt_${randomUUID()}`,
+    event: WEBHOOK_EVENTS.lookupCompleted,
+    accountId,
+    payload: { event: WEBHOOK_EVENTS.lookupCompleted, data: { lookup, target, result, credits }, created_at: new Date(now).toISOString() },
+  };
 }
 
 export function assertNever(value: never): never {

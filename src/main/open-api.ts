@@ -15,6 +15,7 @@ export function apiDeps(engine: Engine): ApiDeps {
     sessions: engine.auth.sessions,
     rateLimiter: new RateLimiter(),
     idempotency: new IdempotencyStore(deps.db),
+    webhooks: engine.webhooks,
     settings: {
       maxUploadBytes: config.api.maxUploadBytes,
       rateLimitPerMinute: config.api.rateLimitPerMinute,

@@ -22,10 +22,26 @@ import { ensureEmbeddedS3, withFailover } from '../storage/s3/embedded-s3-server
 import type { ObjectStore } from '../storage/s3/object-store.js';
 import { S3ObjectStore } from '../storage/s3/s3-object-store.js';
 import { openDatabase } from '../storage/sqlite/open-database.js';
+import { withDownloadUrls } from '../jobs/job-events.js';
+import { systemResolver, type Resolver } from '../webhooks/address-policy.js';
+import { DeliveryStore } from '../webhooks/delivery-store.js';
+import { HttpTransport } from '../webhooks/http-transport.js';
+import { Outbox } from '../webhooks/outbox.js';
+import { WebhookClient } from '../webhooks/webhook-client.js';
+import { WebhookStore } from '../webhooks/webhook-store.js';
+import type { Webhooks } from '../webhooks/webhooks.js';
+
+/** What tests and the demo may swap: the DNS resolver and extra trust for webhook receivers. */
+export interface EngineOverrides {
+  clock?: Clock;
+  resolve?: Resolver;
+  webhookCa?: string;
+}
 
 
 /** Builds the real dependencies from configuration: the one place that knows what is real. */
-export async function openEngine(config: Config, log: Logger, clock: Clock = systemClock): Promise<Engine> {
+export async function openEngine(config: Config, log: Logger, overrides: EngineOverrides = {}): Promise<Engine> {
+  const clock = overrides.clock ?? systemClock;
   fs.mkdirSync(config.dataDir, { recursive: true });
   const db = openDatabase(path.join(config.dataDir, 'sluice.db'), config.sqlite);
   const { objects, close: closeObjects } = await openObjectStore(config, log);
@@ -42,22 +58,42 @@ export async function openEngine(config: Config, log: Logger, clock: Clock = sys
     repeatFreeDays: config.billing.repeatFreeDays,
     providers,
     limiters: new Limiters(config.jobs.accountConcurrency, config.jobs.providerConcurrency),
+    outbox: new Outbox(db),
   };
   // Seals newly created API keys for the reveal window; one per data dir, never in the database.
   const sealKey = Buffer.from(dataDirSecret(config.dataDir, 'seal.key', () => randomBytes(32).toString('base64')), 'base64');
+  const jobService = new JobService(deps);
+  const webhooks = openWebhooks(config, deps.db, sealKey, jobService, overrides);
   return {
     config,
     deps,
-    jobService: new JobService(deps),
+    jobService,
     auth: {
       keys: new KeyStore(db, sealKey, config.api.keyRevealSeconds * 1000),
       sessions: new SessionStore(db, config.api.sessionTtlSeconds * 1000),
     },
+    webhooks,
     async close() {
+      await webhooks.client.close();
       await closeObjects();
       db.close();
     },
   };
+}
+
+function openWebhooks(config: Config, db: EngineDeps['db'], sealKey: Buffer, jobService: JobService, overrides: EngineOverrides): Webhooks {
+  const policy = { allowPrivate: config.webhooks.allowPrivate, resolve: overrides.resolve ?? systemResolver };
+  const store = new WebhookStore(db, sealKey);
+  const client = new WebhookClient({
+    webhooks: store,
+    transport: new HttpTransport(policy, overrides.webhookCa ? { ca: overrides.webhookCa } : {}),
+    telegramTransport: new HttpTransport(undefined),
+    telegramApiUrl: config.webhooks.telegramApiUrl,
+    attemptTimeoutMs: config.webhooks.attemptTimeoutMs,
+    enrich: withDownloadUrls(jobService, config.presignExpiresSeconds),
+    now: () => (overrides.clock ?? systemClock).now(),
+  });
+  return { store, deliveries: new DeliveryStore(db, store), client, policy, attemptTimeoutMs: config.webhooks.attemptTimeoutMs };
 }
 
 async function openObjectStore(config: Config, log: Logger): Promise<{ objects: ObjectStore; close: () => Promise<void> }> {

@@ -1,4 +1,5 @@
 import { Worker } from '../jobs/worker.js';
+import { webhookSender } from '../webhooks/webhooks.js';
 import { openApi } from './open-api.js';
 import type { Engine } from './open-engine.js';
 import { parseCommand, positiveInt, type CliIo } from '../cli/cli-io.js';
@@ -6,7 +7,7 @@ import { parseCommand, positiveInt, type CliIo } from '../cli/cli-io.js';
 export const SERVE_USAGE = 'sluice serve [--port N] [--host H] [--no-worker]';
 
 /**
- * The HTTP API and, unless told otherwise, job workers in the same process. SIGTERM or SIGINT:
+ * The HTTP API and, unless told otherwise, job workers and the webhook sender in the same process. SIGTERM or SIGINT:
  * stop taking requests, let in-flight requests and the current batches finish, release leases.
  */
 export async function serveCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
@@ -15,8 +16,9 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   const app = await openApi(engine);
   const address = await app.listen({ port, host: values.host as string });
   const worker = engine.config.api.runWorker && !values['no-worker'] ? new Worker(engine.deps) : undefined;
-  const working = worker?.run({ concurrency: engine.config.jobs.workerConcurrency });
-  io.stderr.write(`sluice API listening on ${address}${worker ? ` with worker ${worker.id}` : ''}\n`);
+  const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
+  const working = Promise.all([worker?.run({ concurrency: engine.config.jobs.workerConcurrency }), sender?.run()]);
+  io.stderr.write(`sluice API listening on ${address}${worker ? ` with worker ${worker.id}` : ''}${sender ? ' and webhook sender' : ''}\n`);
 
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
@@ -24,6 +26,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   });
   io.stderr.write('stopping: finishing in-flight requests and batches\n');
   worker?.stop();
+  sender?.stop();
   await Promise.all([app.close(), working]);
   return 0;
 }

@@ -42,6 +42,12 @@ export const ERROR_CODES = {
   invalidRequest: 'invalid_request',
   idempotencyConflict: 'idempotency_conflict',
   idempotencyInFlight: 'idempotency_in_flight',
+  badRequest: 'bad_request',
+  // webhooks
+  invalidUrl: 'invalid_url',
+  blockedAddress: 'blocked_address',
+  deliveryTimeout: 'delivery_timeout',
+  deliveryUnreachable: 'delivery_unreachable',
   internal: 'internal',
 } as const;
 

@@ -200,6 +200,25 @@ const rows: Row[] = [
     { name: 'gender: unknown key', method: 'POST', url, auth: 'wrong', body: { email: 'maria@example.com' }, status: 401, error: 'bad key' },
     { name: 'gender: no key and an invalid body: auth comes first', method: 'POST', url, auth: 'none', body: '[]', contentType: JSON_TYPE, status: 401, error: 'API key required' },
   ]),
+  // Webhooks answer in their own envelope: {success: false, result: {code}, message}.
+  { name: 'webhooks: no key', method: 'GET', url: '/api/webhooks', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'webhooks: malformed JSON', method: 'POST', url: '/api/webhooks', auth: 'key', body: '{"url":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'webhooks: body is an array', method: 'POST', url: '/api/webhooks', auth: 'key', body: '[]', contentType: JSON_TYPE, status: 422, error: INVALID_REQUEST },
+  { name: 'webhooks: no url', method: 'POST', url: '/api/webhooks', auth: 'key', body: {}, status: 400, error: 'url is required' },
+  { name: 'webhooks: a url that is not https', method: 'POST', url: '/api/webhooks', auth: 'key', body: { url: 'http://example.com/x' }, status: 422, error: /https/ },
+  { name: 'webhooks: events not a list', method: 'POST', url: '/api/webhooks', auth: 'key', body: { url: 'https://example.com/x', events: 'bulk.completed' }, status: 422, error: INVALID_REQUEST },
+  { name: 'webhooks: limit over 100', method: 'GET', url: '/api/webhooks?limit=500', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'webhooks: wrong method', method: 'PATCH', url: '/api/webhooks', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET', 'POST', 'PUT', 'DELETE'] },
+  { name: 'webhooks: update without id', method: 'PUT', url: '/api/webhooks', auth: 'key', body: { url: 'https://example.com/x' }, status: 400, error: 'id is required' },
+  { name: 'webhooks: update of an unknown id', method: 'PUT', url: '/api/webhooks', auth: 'key', body: { id: UNKNOWN_UUID, url: 'https://example.com/x' }, status: 404, error: 'Webhook not found' },
+  { name: 'webhooks: delete without any id', method: 'DELETE', url: '/api/webhooks', auth: 'key', body: {}, status: 400, error: 'id is required' },
+  { name: 'webhooks: unknown id', method: 'GET', url: `/api/webhooks/${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'Webhook not found' },
+  { name: 'webhooks: delete of an unknown id', method: 'DELETE', url: `/api/webhooks/${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'Webhook not found' },
+  { name: 'webhooks: test without id', method: 'POST', url: '/api/webhooks/test', auth: 'key', body: {}, status: 400, error: 'id is required' },
+  { name: 'webhooks: test with a numeric id', method: 'POST', url: '/api/webhooks/test', auth: 'key', body: { id: 7 }, status: 422, error: INVALID_REQUEST },
+  { name: 'webhooks: deliveries without webhook_id', method: 'GET', url: '/api/webhooks/deliveries', auth: 'key', status: 400, error: 'webhook_id is required' },
+  { name: 'webhooks: deliveries of an unknown webhook', method: 'GET', url: `/api/webhooks/deliveries?webhook_id=${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'Webhook not found' },
+  { name: 'webhooks: redeliver an unknown delivery', method: 'POST', url: `/api/webhooks/deliveries/${UNKNOWN_UUID}/redeliver`, auth: 'key', status: 404, error: 'Delivery not found' },
 ];
 
 let h: ApiHarness;
@@ -251,12 +270,21 @@ describe('bad requests, route by route', () => {
     expectNoLeak(response.body);
     expect({ status: response.statusCode, body: response.body }).toMatchObject({ status: row.status });
     expect(response.headers['content-type']).toMatch(/^application\/json/);
-    const body = json(response);
-    // The spec's shape: {error: <message>}; a machine-readable code may ride along, nothing else.
-    expect(Object.keys(body).filter((k) => k !== 'error' && k !== 'code')).toEqual([]);
+    let body = json(response);
+    if (row.url.startsWith('/api/webhooks')) {
+      // Spec 7: the webhook envelope, and exactly that.
+      expect(Object.keys(body).sort()).toEqual(['message', 'result', 'success']);
+      expect(body.success).toBe(false);
+      expect(Object.keys(body.result)).toEqual(['code']);
+      if (row.status === 400) expect(body.result.code).toBe('bad_request');
+      body = { error: body.message, code: body.result.code };
+    } else {
+      // The spec's shape: {error: <message>}; a machine-readable code may ride along, nothing else.
+      expect(Object.keys(body).filter((k) => k !== 'error' && k !== 'code')).toEqual([]);
+      if (row.status === 401) expect(body).toEqual({ error: row.error });
+    }
     if (typeof row.error === 'string') expect(body.error).toBe(row.error);
     else expect(body.error).toMatch(row.error);
-    if (row.status === 401) expect(body).toEqual({ error: row.error });
     if (body.code !== undefined) expect(body.code).toMatch(/^[a-z_]+$/);
     if (row.allow) {
       const allow = String(response.headers.allow ?? '')

@@ -25,6 +25,15 @@ const OPERATIONS = [
   'POST /api/jobs/{id}/cancel',
   'POST /api/email/gender',
   'POST /api/lookup/email/gender',
+  'POST /api/webhooks',
+  'GET /api/webhooks',
+  'PUT /api/webhooks',
+  'DELETE /api/webhooks',
+  'GET /api/webhooks/{id}',
+  'DELETE /api/webhooks/{id}',
+  'POST /api/webhooks/test',
+  'GET /api/webhooks/deliveries',
+  'POST /api/webhooks/deliveries/{id}/redeliver',
 ].sort();
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

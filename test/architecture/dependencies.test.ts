@@ -30,10 +30,11 @@ const layerOf = (file: string) => (file.startsWith('pipelines/') ? 'pipelines' :
 
 /** Which layers each layer may import (besides itself). main is the composition root. */
 const ALLOWED: Record<string, string[]> = {
-  main: ['api', 'cli', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'config', 'shared', 'pipelines'],
-  api: ['jobs', 'auth', 'billing', 'lookups', 'storage', 'shared', 'pipelines'],
-  cli: ['jobs', 'auth', 'billing', 'lookups', 'storage', 'config', 'shared', 'pipelines'],
-  jobs: ['auth', 'billing', 'lookups', 'storage', 'config', 'shared', 'pipelines'],
+  main: ['api', 'cli', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
+  api: ['jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'shared', 'pipelines'],
+  cli: ['jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
+  jobs: ['auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
+  webhooks: ['auth', 'storage', 'shared'],
   auth: ['storage', 'shared'],
   billing: ['storage', 'shared'],
   lookups: ['storage', 'shared'],

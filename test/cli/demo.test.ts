@@ -42,6 +42,15 @@ describe('sluice demo', () => {
     expect(fs.existsSync(unused)).toBe(false);
   });
 
+  it('ends by receiving its own bulk.completed events, each with both signatures valid, and downloads through the first one\'s URL', () => {
+    const events = [...demo.stdout.matchAll(/^ {3}bulk\.completed for (job_\S+), webhook-id (evt_\S+)\n {5}.*: (.+)$/gm)];
+    expect(events.length, demo.stdout).toBeGreaterThanOrEqual(1);
+    for (const [, , , verdict] of events) expect(verdict).toBe('both valid');
+    const firstJob = /^job\s+(job_\S+)/m.exec(demo.stdout)![1];
+    expect(events.at(-1)![1]).toBe(firstJob);
+    expect(demo.stdout).toMatch(new RegExp(`GET http://127\\.0\\.0\\.1:\\d+/sluice/results/${firstJob}/found\\.csv\\?X-Amz-\\.\\.\\. -> HTTP 200`));
+  });
+
   it('counts the downloaded found rows as CSV records, the same number the job reports as found', () => {
     const [first] = summaries(demo.stdout);
     const reported = /-> HTTP 200, (\d+) rows/.exec(demo.stdout);

@@ -34,6 +34,10 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   sessionTtlSeconds: (c) => c.api.sessionTtlSeconds,
   keyRevealSeconds: (c) => c.api.keyRevealSeconds,
   serveWorker: (c) => c.api.runWorker,
+  webhookAllowPrivate: (c) => c.webhooks.allowPrivate,
+  webhookTimeoutMs: (c) => c.webhooks.attemptTimeoutMs,
+  telegramApiUrl: (c) => c.webhooks.telegramApiUrl,
+  webhookSender: (c) => c.webhooks.runSender,
 };
 
 const settings = Object.entries(SETTINGS) as [keyof typeof SETTINGS, (typeof SETTINGS)[keyof typeof SETTINGS]][];

@@ -10,6 +10,7 @@ import { hashPassword } from '../../src/auth/passwords.js';
 import { JOB_STATUSES, TERMINAL_STATUSES, type JobStatus } from '../../src/jobs/job-states.js';
 import { Worker } from '../../src/jobs/worker.js';
 import { apiDeps } from '../../src/main/open-api.js';
+import type { EngineOverrides } from '../../src/main/open-engine.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { openTestEngine, type TestEngine } from './test-engine.js';
@@ -25,8 +26,8 @@ export interface ApiHarness {
 
 const open: ApiHarness[] = [];
 
-export async function openApiHarness(env: Record<string, string> = {}, clock?: Clock): Promise<ApiHarness> {
-  const engine = await openTestEngine(env, clock);
+export async function openApiHarness(env: Record<string, string> = {}, clock?: Clock, overrides: Omit<EngineOverrides, 'clock'> = {}): Promise<ApiHarness> {
+  const engine = await openTestEngine(env, clock, overrides);
   const deps = apiDeps(engine);
   const app = await buildApp(deps, silentLogger());
   const harness: ApiHarness = { engine, deps, app };

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config/load-config.js';
-import { openEngine, type Engine } from '../../src/main/open-engine.js';
+import { openEngine, type Engine, type EngineOverrides } from '../../src/main/open-engine.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { silentLogger } from '../../src/shared/logger.js';
 
@@ -27,10 +27,10 @@ export interface TestEngine extends Engine {
 }
 
 /** A real engine (SQLite file, embedded S3 over the AWS SDK) in its own temp data dir. */
-export async function openTestEngine(env: Record<string, string> = {}, clock?: Clock): Promise<TestEngine> {
+export async function openTestEngine(env: Record<string, string> = {}, clock?: Clock, overrides: Omit<EngineOverrides, 'clock'> = {}): Promise<TestEngine> {
   const dataDir = env.SLUICE_DATA_DIR ?? tempDir();
   const fullEnv = { ...SMALL_JOBS, ...env, SLUICE_DATA_DIR: dataDir };
-  const engine = await openEngine(loadConfig(fullEnv), silentLogger(), clock);
+  const engine = await openEngine(loadConfig(fullEnv), silentLogger(), { ...overrides, ...(clock ? { clock } : {}) });
   return Object.assign(engine, { dataDir, env: fullEnv });
 }
 

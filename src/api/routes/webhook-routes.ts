@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ERROR_CODES } from '../../shared/errors.js';
+import { checkWebhookUrl } from '../../webhooks/address-policy.js';
+import type { Delivery } from '../../webhooks/delivery-store.js';
+import { TEST_EVENT, WEBHOOK_EVENTS, WEBHOOK_KINDS, type Webhook } from '../../webhooks/webhook-store.js';
+import type { ApiDeps } from '../api-deps.js';
+import { keyAuth, requireWritable, type Caller } from '../authenticate.js';
+import { httpError } from '../errors.js';
+import { testWebhook } from '../../webhooks/test-delivery.js';
+import { WebhookBody } from './webhook-body.js';
+
+const DELIVERY_LIST_LIMIT = 50;
+const TELEGRAM_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,100}$/;
+const PAGE = { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, offset: { type: 'integer', minimum: 0, default: 0 } } } as const;
+
+export function webhookView(webhook: Webhook) {
+  return {
+    id: webhook.id,
+    url: webhook.url,
+    events: webhook.events,
+    description: webhook.description,
+    is_active: webhook.isActive,
+    kind: webhook.kind,
+    ...(webhook.kind === WEBHOOK_KINDS.telegram ? { telegram_chat_id: webhook.telegramChat } : {}),
+    created_at: new Date(webhook.createdAt).toISOString(),
+    updated_at: new Date(webhook.updatedAt).toISOString(),
+  };
+}
+
+export function deliveryView(d: Delivery) {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    id: d.id,
+    webhook_id: d.webhookId,
+    event_type: d.eventType,
+    message_id: d.messageId,
+    payload: d.payload,
+    status: d.status,
+    attempts: d.attempts,
+    response_status: d.responseStatus,
+    response_body: d.responseBody,
+    error_code: d.errorCode,
+    last_attempt_at: iso(d.lastAttemptAt),
+    next_attempt_at: d.status === 'pending' ? iso(d.nextAttemptAt) : null,
+    created_at: iso(d.createdAt)!,
+  };
+}
+
+/** Spec 4.1 roles: delete, update, test, redelivery and reading the secret are for admins. */
+function requireAdmin(request: FastifyRequest): Caller {
+  const caller = request.caller!;
+  if (caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions: this needs the admin role');
+  return caller;
+}
+
+/** Spec 4.2: webhook management, in the `{success, result, message}` envelope. */
+export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  app.addHook('onRequest', keyAuth(deps));
+  const { store, deliveries, policy } = deps.webhooks;
+  const now = () => deps.engine.clock.now();
+
+  const ownWebhook = (accountId: string, id: string): Webhook => {
+    const webhook = store.get(id);
+    if (!webhook || webhook.accountId !== accountId) throw httpError(404, ERROR_CODES.notFound, 'Webhook not found');
+    return webhook;
+  };
+
+  app.post<{ Body: unknown }>('/api/webhooks', { schema: { tags: ['webhooks'] } }, async (request) => {
+    const caller = requireWritable(request);
+    const body = new WebhookBody(request.body);
+    const kind = body.kind();
+    const events = body.events() ?? [WEBHOOK_EVENTS.bulkCompleted];
+    const description = body.optionalString('description', 500) ?? '';
+    const isActive = body.optionalBoolean('is_active') ?? true;
+    if (kind === WEBHOOK_KINDS.telegram) {
+      const chatId = body.required('telegram_chat_id');
+      const token = body.required('telegram_bot_token');
+      // The token goes into the Bot API's path as it is, so it must be a token and nothing more.
+      if (!TELEGRAM_TOKEN.test(token)) throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: telegram_bot_token is not a Telegram bot token');
+      const { webhook } = store.create({ accountId: caller.accountId, kind, url: '', events, description, isActive, telegram: { chatId, token }, now: now() });
+      return { success: true, result: webhookView(webhook), message: 'Webhook created' };
+    }
+    const url = await checkWebhookUrl(body.required('url'), policy);
+    const { webhook, secret } = store.create({ accountId: caller.accountId, kind, url: url.href, events, description, isActive, now: now() });
+    return { success: true, result: { ...webhookView(webhook), signing_secret: secret }, message: 'Webhook created; keep the signing secret to verify deliveries' };
+  });
+
+  app.get<{ Querystring: { limit: number; offset: number } }>('/api/webhooks', { schema: { tags: ['webhooks'], querystring: PAGE } }, async (request) => {
+    const { limit, offset } = request.query;
+    const { webhooks, total } = store.list(request.caller!.accountId, limit, offset);
+    return { success: true, result: webhooks.map(webhookView), total, limit, offset, message: `${total} webhook(s)` };
+  });
+
+  app.get<{ Querystring: { webhook_id?: string } }>(
+    '/api/webhooks/deliveries',
+    { schema: { tags: ['webhooks'], querystring: { type: 'object', properties: { webhook_id: { type: 'string' } } } } },
+    async (request) => {
+      const id = request.query.webhook_id?.trim();
+      if (!id) throw httpError(400, ERROR_CODES.badRequest, 'webhook_id is required');
+      const webhook = ownWebhook(request.caller!.accountId, id);
+      const list = deliveries.list(webhook.id, DELIVERY_LIST_LIMIT).map(deliveryView);
+      return { success: true, result: list, message: `${list.length} most recent deliveries` };
+    },
+  );
+
+  app.post<{ Params: { id: string } }>('/api/webhooks/deliveries/:id/redeliver', { schema: { tags: ['webhooks'] } }, async (request) => {
+    const caller = requireAdmin(request);
+    const delivery = deliveries.get(request.params.id);
+    if (!delivery) throw httpError(404, ERROR_CODES.notFound, 'Delivery not found');
+    ownWebhook(caller.accountId, delivery.webhookId);
+    if (delivery.eventType === TEST_EVENT) throw httpError(409, ERROR_CODES.invalidState, 'A test delivery is not sent again; run the test again instead');
+    if (!deliveries.redeliver(delivery.id, now())) throw httpError(409, ERROR_CODES.invalidState, `Only a failed delivery can be sent again; this one is ${delivery.status}`);
+    return { success: true, result: deliveryView(deliveries.get(delivery.id)!), message: 'Delivery queued again with the same webhook-id' };
+  });
+
+  app.get<{ Params: { id: string } }>('/api/webhooks/:id', { schema: { tags: ['webhooks'] } }, async (request) => {
+    const webhook = ownWebhook(request.caller!.accountId, request.params.id);
+    const admin = request.caller!.key.role === 'admin';
+    const secret = admin && webhook.kind === WEBHOOK_KINDS.generic ? store.signingSecret(webhook.id) : undefined;
+    return { success: true, result: { ...webhookView(webhook), ...(secret ? { signing_secret: secret } : {}) }, message: 'Webhook found' };
+  });
+
+  app.put<{ Body: unknown }>('/api/webhooks', { schema: { tags: ['webhooks'] } }, async (request) => {
+    const caller = requireAdmin(request);
+    const body = new WebhookBody(request.body);
+    const webhook = ownWebhook(caller.accountId, body.required('id'));
+    const events = body.events();
+    const description = body.optionalString('description', 500);
+    const isActive = body.optionalBoolean('is_active');
+    const url = webhook.kind === WEBHOOK_KINDS.generic ? (await checkWebhookUrl(body.required('url'), policy)).href : undefined;
+    const updated = store.update(webhook.id, { url, events, description, isActive }, now());
+    if (!updated) throw httpError(404, ERROR_CODES.notFound, 'Webhook not found');
+    return { success: true, result: { status: 'updated', webhook: webhookView(updated) }, message: 'Webhook updated' };
+  });
+
+  const remove = async (request: FastifyRequest<{ Params: { id?: string }; Body: unknown }>) => {
+    const caller = requireAdmin(request);
+    // The path's id wins; the body's is the older form, read only when the path has none.
+    const id = request.params.id ?? new WebhookBody(request.body).required('id');
+    const webhook = ownWebhook(caller.accountId, id);
+    if (!store.delete(webhook.id, now())) throw httpError(404, ERROR_CODES.notFound, 'Webhook not found');
+    return { success: true, result: { status: 'deleted' }, message: 'Webhook deleted; its deliveries stopped' };
+  };
+  app.delete<{ Params: { id?: string }; Body: unknown }>('/api/webhooks/:id', { schema: { tags: ['webhooks'] } }, remove);
+  app.delete<{ Params: { id?: string }; Body: unknown }>('/api/webhooks', { schema: { tags: ['webhooks'] } }, remove);
+
+  app.post<{ Body: unknown }>('/api/webhooks/test', { schema: { tags: ['webhooks'] } }, async (request) => {
+    const caller = requireAdmin(request);
+    const webhook = ownWebhook(caller.accountId, new WebhookBody(request.body).required('id'));
+    const result = await testWebhook(deps.webhooks, webhook, `evt_${randomUUID()}`, now);
+    return { success: true, result, message: result.status === 'delivered' ? 'Test event delivered' : 'Test event was not accepted by the receiver' };
+  });
+}

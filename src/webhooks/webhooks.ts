@@ -1,0 +1,25 @@
+import type { Clock } from '../shared/clock.js';
+import type { Logger } from '../shared/logger.js';
+import type { AddressPolicy } from './address-policy.js';
+import type { DeliveryStore } from './delivery-store.js';
+import type { WebhookClient } from './webhook-client.js';
+import { WebhookSender } from './webhook-sender.js';
+import type { WebhookStore } from './webhook-store.js';
+
+/** The webhook side of an open engine: what the API and the sender work with. */
+export interface Webhooks {
+  readonly store: WebhookStore;
+  readonly deliveries: DeliveryStore;
+  readonly client: WebhookClient;
+  /** The address rules applied to webhook URLs, at creation and on every connection. */
+  readonly policy: AddressPolicy;
+  readonly attemptTimeoutMs: number;
+}
+
+/** A sender over an engine's webhooks, for the processes that deliver (`serve`, `worker`, the demo). */
+export function webhookSender(webhooks: Webhooks, clock: Clock, log: Logger, options: { pollMs: number; backoffMs?: readonly number[] }): WebhookSender {
+  return new WebhookSender(
+    { webhooks: webhooks.store, deliveries: webhooks.deliveries, client: webhooks.client, clock, log: log.child({ component: 'webhooks' }) },
+    { pollMs: options.pollMs, attemptTimeoutMs: webhooks.attemptTimeoutMs, ...(options.backoffMs ? { backoffMs: options.backoffMs } : {}) },
+  );
+}
