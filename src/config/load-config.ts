@@ -54,6 +54,7 @@ export interface JobLimits {
   readonly workerConcurrency: number;
   readonly leaseSeconds: number;
   readonly pollMs: number;
+  readonly providerRetrySeconds: number;
 }
 
 interface Setting<T> {
@@ -86,6 +87,7 @@ export const SETTINGS = {
   workerConcurrency: int('SLUICE_WORKER_CONCURRENCY', 2, 1, 256, 'Chunks a worker process works on at once.'),
   leaseSeconds: int('SLUICE_LEASE_SECONDS', 30, 2, 3600, 'A worker that stops renewing loses its chunk after this long.'),
   pollMs: int('SLUICE_POLL_MS', 250, 10, 60_000, 'How often an idle worker looks for work.'),
+  providerRetrySeconds: int('SLUICE_PROVIDER_RETRY_SECONDS', 30, 1, 86_400, 'How long a job paused with `provider_unavailable` waits before a worker tries it again.'),
   repeatFreeDays: int('SLUICE_REPEAT_FREE_DAYS', 180, 0, 3650, 'Repeat-free billing window: an address is charged once per account in this many days.'),
   defaultAccountCredits: int('SLUICE_DEFAULT_CREDITS', 1_000_000, 0, 1_000_000_000, 'Credits granted to the `local` account that `sluice run` creates when no --account is given.'),
   presignExpiresSeconds: int('SLUICE_PRESIGN_EXPIRES_SECONDS', 86_400, 1, 604_800, 'Lifetime of presigned download URLs (S3 allows at most 7 days).'),
@@ -132,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workerConcurrency: read(s.workerConcurrency),
       leaseSeconds: read(s.leaseSeconds),
       pollMs: read(s.pollMs),
+      providerRetrySeconds: read(s.providerRetrySeconds),
     },
     billing: { repeatFreeDays: read(s.repeatFreeDays), defaultAccountCredits: read(s.defaultAccountCredits) },
     presignExpiresSeconds: read(s.presignExpiresSeconds),

@@ -32,6 +32,8 @@ export type RowStatus = (typeof ROW_STATUSES)[keyof typeof ROW_STATUSES];
 export const PAUSE_REASONS = {
   insufficientCredits: 'insufficient_credits',
   operator: 'paused_by_operator',
+  /** The lookup provider is down; workers resume the job on their own after a wait. */
+  providerUnavailable: 'provider_unavailable',
 } as const;
 
 export const EXPORT_FILTERS = ['all', 'found'] as const;

@@ -168,6 +168,7 @@ export class JobStore {
       phaseDone: db.prepare('UPDATE jobs SET failures = 0 WHERE id = ?'),
       chunksFresh: db.prepare('UPDATE job_chunks SET failures = 0 WHERE job_id = ?'),
       jobStatus: db.prepare('SELECT status FROM jobs WHERE id = ?'),
+      pausedFor: db.prepare("SELECT id FROM jobs WHERE status = 'paused' AND reason = ? AND updated_at <= ? LIMIT 100"),
     };
   }
 
@@ -334,6 +335,11 @@ export class JobStore {
       if (changed !== 1) throw leaseLost(`assembly of ${jobId}`);
       this.outbox.add(event, now);
     }).immediate();
+  }
+
+  /** Jobs paused for `reason` since at least `before`: what workers retry on their own. */
+  pausedSince(reason: string, before: number): string[] {
+    return (this.s.pausedFor.all(reason, before) as Array<{ id: string }>).map((r) => r.id);
   }
 
   /**

@@ -77,6 +77,7 @@ async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number)
   const answers = await lookupBatch(misses, { accountId: job.accountId, provider, limiters: deps.limiters, signal: ctx.signal });
 
   const now = deps.clock.now();
+  if ([...answers.values()].some((a) => !a.ok && a.code === ERROR_CODES.providerUnavailable)) return pauseForProvider(ctx, now);
   return deps.db.transaction(() => {
     const outcomes = todo.map((row) => outcomeOf(row, cached, answers));
     // Only first occurrences that were answered are billable; the rest are free by rule.
@@ -115,6 +116,23 @@ async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number)
     }
     return { committed: stopAt, paused: outOfCredits };
   }).immediate();
+}
+
+/**
+ * A provider that is down would turn every row into an error; instead the batch commits nothing
+ * and the job pauses, to be resumed by a worker once the wait is over. The batch is then redone
+ * from the same cursor, exactly as if this attempt had never happened.
+ */
+function pauseForProvider(ctx: ChunkContext, now: number): { committed: number; paused: boolean } {
+  const { deps, job, chunk } = ctx;
+  deps.db.transaction(() => {
+    deps.billing.releaseReservation(job.id, chunk.chunkIndex);
+    if (deps.jobs.status(job.id) !== JOB_STATUSES.running) return;
+    deps.jobs.transition(job.id, JOB_STATUSES.paused, { reason: PAUSE_REASONS.providerUnavailable, message: 'the lookup provider is unavailable; the job resumes on its own', now });
+    deps.billing.releaseJobReservations(job.id);
+  }).immediate();
+  deps.log.warn({ jobId: job.id, chunk: chunk.chunkIndex }, 'lookup provider unavailable; job paused');
+  return { committed: 0, paused: true };
 }
 
 function outcomeOf(row: ChunkRow, cached: Map<string, unknown>, answers: Map<string, LookupOutcome<unknown>>): LookupOutcome<unknown> | undefined {

@@ -34,7 +34,10 @@ export async function singleLookup<R>(deps: EngineDeps, pipeline: Pipeline<R>, a
   let result = cached;
   if (result === undefined) {
     const outcome = (await lookupBatch([key], { accountId, provider, limiters: deps.limiters })).get(key)!;
-    if (!outcome.ok) return { ok: false, reason: 'failed', code: outcome.code };
+    if (!outcome.ok) {
+      // A provider that is down is "temporarily unavailable" (503), not a failed lookup (502).
+      return outcome.code === ERROR_CODES.providerUnavailable ? { ok: false, reason: 'unavailable' } : { ok: false, reason: 'failed', code: outcome.code };
+    }
     result = outcome.result as R;
   }
   const now = deps.clock.now();

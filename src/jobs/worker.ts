@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.js';
 import { assembleJob } from './assemble-job.js';
 import type { EngineDeps } from './engine-deps.js';
-import { JOB_PHASES, JOB_STATUSES } from './job-states.js';
+import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS } from './job-states.js';
 import { processChunk } from './process-chunk.js';
 import { splitJob } from './split-job.js';
 import { jobEndEvent } from './job-events.js';
@@ -82,7 +82,21 @@ export class Worker {
       );
       return true;
     }
-    return false;
+    return this.retryProviderPauses();
+  }
+
+  /** Jobs paused because their provider was down go on after the wait; the next batch probes it. */
+  private retryProviderPauses(): boolean {
+    const { jobs, clock, log } = this.deps;
+    const now = clock.now();
+    let resumed = false;
+    for (const jobId of jobs.pausedSince(PAUSE_REASONS.providerUnavailable, now - this.deps.limits.providerRetrySeconds * 1000)) {
+      if (jobs.transitionFrom(JOB_STATUSES.paused, jobId, JOB_STATUSES.running, { now })) {
+        log.info({ jobId }, 'retrying a job paused for its lookup provider');
+        resumed = true;
+      }
+    }
+    return resumed;
   }
 
   /**

@@ -26,6 +26,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   workerConcurrency: (c) => c.jobs.workerConcurrency,
   leaseSeconds: (c) => c.jobs.leaseSeconds,
   pollMs: (c) => c.jobs.pollMs,
+  providerRetrySeconds: (c) => c.jobs.providerRetrySeconds,
   repeatFreeDays: (c) => c.billing.repeatFreeDays,
   defaultAccountCredits: (c) => c.billing.defaultAccountCredits,
   presignExpiresSeconds: (c) => c.presignExpiresSeconds,

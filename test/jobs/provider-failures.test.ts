@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runJob } from '../../src/cli/run-command.js';
+import { Worker } from '../../src/jobs/worker.js';
 import type { LookupOutcome, LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { resultRecords } from '../support/csv-fixture.js';
 import { openTestEngine, type TestEngine } from '../support/test-engine.js';
@@ -49,3 +50,73 @@ describe('when the gender provider fails for some addresses', () => {
     expect(e.deps.results.getMany('gender', ['mary@example.org'], 0).size).toBe(0);
   });
 });
+
+describe('when the provider is down', () => {
+  it('the job pauses with provider_unavailable instead of failing rows, goes on by itself once the provider is back, and its files equal a run without the outage', async () => {
+    const e = await openTestEngine({ SLUICE_PROVIDER_RETRY_SECONDS: '1' });
+    engines.push(e);
+    const real = e.deps.providers.get('gender')!;
+    let down = false;
+    let askedWhileDown = 0;
+    const outage: LookupProvider = {
+      kind: 'gender',
+      name: 'outage-gender',
+      maxBatch: 100,
+      async lookup(keys, signal) {
+        if (down) {
+          askedWhileDown++;
+          return keys.map(() => ({ ok: false, retryable: true, code: 'provider_unavailable', message: 'down' }));
+        }
+        return real.lookup(keys, signal);
+      },
+    };
+    const file = path.join(e.dataDir, 'in.csv');
+    fs.writeFileSync(file, 'email\n' + Array.from({ length: 1_200 }, (_, i) => `person${i}.name${i % 7}@example.com`).join('\n') + '\n');
+    const account = e.deps.billing.createAccount({ credits: 5_000, now: Date.now() });
+    const clean = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'clean') });
+    expect(clean.summary.status).toBe('completed');
+
+    (e.deps.providers as Map<string, LookupProvider>).set('gender', outage);
+    const other = e.deps.billing.createAccount({ credits: 5_000, now: Date.now() });
+    // The results of the clean run are cached; a different window start forces fresh lookups.
+    e.deps.db.prepare('DELETE FROM result_cache').run();
+    let batches = 0;
+    const original = outage.lookup.bind(outage);
+    outage.lookup = async (keys, signal) => {
+      if (++batches === 3) down = true; // the provider goes down in the middle of the job
+      return original(keys, signal);
+    };
+    const run = runJob(e, { file, type: 'gender', accountId: other.id, outDir: path.join(e.dataDir, 'outage') });
+    const paused = await waitForStatus(e, other.id, 'paused');
+    expect(paused).toMatchObject({ status: 'paused', reason: 'provider_unavailable' });
+    expect(askedWhileDown).toBeGreaterThan(0);
+    const creditsWhilePaused = e.deps.billing.requireAccount(other.id).credits;
+    expect(5_000 - creditsWhilePaused).toBe(paused.processedRows); // every committed row paid once, nothing else
+    down = false;
+    const first = await run; // runJob stops at the pause; a worker takes it from there
+    expect(first.summary.status).toBe('paused');
+    const deadline = Date.now() + 20_000;
+    await new Worker(e.deps).run({ concurrency: 1, until: () => e.deps.jobs.status(first.summary.id) === 'completed' || Date.now() > deadline });
+    expect(e.deps.jobs.status(first.summary.id)).toBe('completed');
+    const all = await readAll(e, first.summary.id, 'all');
+    expect(all).toBe(fs.readFileSync(clean.files.all!, 'utf8'));
+    expect(await readAll(e, first.summary.id, 'found')).toBe(fs.readFileSync(clean.files.found!, 'utf8'));
+    expect(e.deps.billing.requireAccount(other.id).credits).toBe(e.deps.billing.requireAccount(account.id).credits);
+  });
+});
+
+async function waitForStatus(e: TestEngine, accountId: string, status: string) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const job = e.deps.jobs.list({ accountId, limit: 1, offset: 0 }).jobs[0];
+    if (job?.status === status) return job;
+    if (Date.now() > deadline) throw new Error(`job not ${status}: ${job?.status}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function readAll(e: TestEngine, jobId: string, filter: 'all' | 'found'): Promise<string> {
+  let text = '';
+  for await (const chunk of await e.jobService.openResult(jobId, filter)) text += String(chunk);
+  return text;
+}
