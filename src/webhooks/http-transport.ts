@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import { AppError, ERROR_CODES, isAppError, type ErrorCode } from '../shared/errors.js';
+import { parseRetryAfter } from '../shared/retry-after.js';
 import { assertConnectable, blockedReason, guardedLookup, type AddressPolicy } from './address-policy.js';
 
 /** The spec keeps 512 bytes of a receiver's answer; so do the delivery records. */
@@ -54,7 +55,7 @@ export class HttpTransport {
     try {
       const response = await request(req.url, { method: 'POST', body: req.body, headers: req.headers, dispatcher: this.agent, signal });
       const body = await readLimited(response.body, RESPONSE_BODY_BYTES);
-      return { kind: 'response', status: response.statusCode, body, retryAfterMs: retryAfterMs(response.headers['retry-after']) };
+      return { kind: 'response', status: response.statusCode, body, retryAfterMs: parseRetryAfter(response.headers['retry-after']) };
     } catch (e: unknown) {
       if (signal.aborted) return { kind: 'error', code: ERROR_CODES.deliveryTimeout };
       return { kind: 'error', code: blockedCause(e) ? ERROR_CODES.blockedAddress : ERROR_CODES.deliveryUnreachable };
@@ -78,15 +79,6 @@ async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown },
   body.destroy();
   const text = Buffer.concat(chunks).subarray(0, limit).toString('utf8');
   return text === '' ? null : text;
-}
-
-/** Seconds or an HTTP date, as RFC 9110 allows; anything else is ignored. */
-export function retryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
-  const raw = Array.isArray(value) ? value[0] : value;
-  if (raw === undefined || raw.trim() === '') return undefined;
-  if (/^\d+$/.test(raw.trim())) return Number(raw.trim()) * 1000;
-  const at = Date.parse(raw);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 function blockedCause(e: unknown): boolean {
