@@ -16,6 +16,14 @@ export interface Config {
   readonly presignExpiresSeconds: number;
   readonly api: ApiConfig;
   readonly webhooks: WebhookConfig;
+  readonly providers: ProviderConfig;
+}
+
+/** Where each lookup is answered: unset URLs mean the embedded engine. */
+export interface ProviderConfig {
+  readonly gender: { readonly url: string | undefined; readonly auth: string | undefined };
+  readonly timeoutMs: number;
+  readonly connections: number;
 }
 
 export interface WebhookConfig {
@@ -96,6 +104,10 @@ export const SETTINGS = {
   sessionTtlSeconds: int('SLUICE_SESSION_TTL_SECONDS', 86_400, 60, 30 * 86_400, 'Lifetime of a login session token.'),
   keyRevealSeconds: int('SLUICE_KEY_REVEAL_SECONDS', 900, 0, 30 * 86_400, 'How long after creation an API key can be revealed again; after that, 410.'),
   serveWorker: bool('SLUICE_SERVE_WORKER', true, 'Whether `sluice serve` also runs job workers in its own process.'),
+  genderProviderUrl: optionalUrl('SLUICE_GENDER_PROVIDER_URL', 'Remote gender lookup service (see "Remote lookup providers"). Unset: the embedded engine.'),
+  genderProviderAuth: optionalText('SLUICE_GENDER_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote gender service, e.g. `Bearer ...`.'),
+  providerTimeoutMs: int('SLUICE_PROVIDER_TIMEOUT_MS', 10_000, 100, 600_000, 'Time allowed for one request to a remote lookup service.'),
+  providerConnections: int('SLUICE_PROVIDER_CONNECTIONS', 64, 1, 10_000, 'Keep-alive connections per remote lookup service and process; also its requests in flight.'),
   webhookAllowPrivate: bool('SLUICE_WEBHOOK_ALLOW_PRIVATE', false, 'For development and tests only: lets webhooks use plain http and loopback or private addresses. Off, webhook URLs must be https and resolve only to public addresses.'),
   webhookTimeoutMs: int('SLUICE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000, 'Time allowed for one webhook delivery attempt (the spec: 10 s).'),
   telegramApiUrl: url('SLUICE_TELEGRAM_API_URL', 'https://api.telegram.org', 'Base URL of the Telegram Bot API, for `telegram` webhooks.'),
@@ -144,6 +156,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sessionTtlSeconds: read(s.sessionTtlSeconds),
       keyRevealSeconds: read(s.keyRevealSeconds),
       runWorker: read(s.serveWorker),
+    },
+    providers: {
+      gender: { url: read(s.genderProviderUrl), auth: read(s.genderProviderAuth) },
+      timeoutMs: read(s.providerTimeoutMs),
+      connections: read(s.providerConnections),
     },
     webhooks: {
       allowPrivate: read(s.webhookAllowPrivate),

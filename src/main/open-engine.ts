@@ -15,6 +15,7 @@ import { JobStore } from '../jobs/job-store.js';
 import { EmbeddedGenderEngine } from '../lookups/gender/embedded-gender-engine.js';
 import { Limiters } from '../lookups/limiters.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
+import { RemoteLookupProvider } from '../lookups/remote/remote-provider.js';
 import { ResultCache } from '../lookups/result-cache.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
@@ -45,7 +46,18 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   fs.mkdirSync(config.dataDir, { recursive: true });
   const db = openDatabase(path.join(config.dataDir, 'sluice.db'), config.sqlite);
   const { objects, close: closeObjects } = await openObjectStore(config, log);
-  const providers = new Map<string, LookupProvider>([['gender', new EmbeddedGenderEngine()]]);
+  const remote = config.providers.gender.url
+    ? new RemoteLookupProvider({
+        kind: 'gender',
+        baseUrl: config.providers.gender.url,
+        ...(config.providers.gender.auth ? { authHeader: config.providers.gender.auth } : {}),
+        timeoutMs: config.providers.timeoutMs,
+        connections: config.providers.connections,
+      })
+    : undefined;
+  const providers = new Map<string, LookupProvider>([['gender', remote ?? new EmbeddedGenderEngine()]]);
+  // A request waiting in the pool's queue spends its time-out there: never let more wait than connect.
+  const providerConcurrency = remote ? Math.min(config.jobs.providerConcurrency, config.providers.connections) : config.jobs.providerConcurrency;
   const deps: EngineDeps = {
     db,
     jobs: new JobStore(db),
@@ -57,7 +69,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     limits: config.jobs,
     repeatFreeDays: config.billing.repeatFreeDays,
     providers,
-    limiters: new Limiters(config.jobs.accountConcurrency, config.jobs.providerConcurrency),
+    limiters: new Limiters(config.jobs.accountConcurrency, providerConcurrency),
     outbox: new Outbox(db),
   };
   // Seals newly created API keys for the reveal window; one per data dir, never in the database.
@@ -75,6 +87,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     webhooks,
     async close() {
       await webhooks.client.close();
+      await remote?.close();
       await closeObjects();
       db.close();
     },
