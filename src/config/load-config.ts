@@ -24,6 +24,7 @@ export interface ProviderConfig {
   readonly gender: { readonly url: string | undefined; readonly auth: string | undefined };
   readonly timeoutMs: number;
   readonly connections: number;
+  readonly maxBatch: number;
 }
 
 export interface WebhookConfig {
@@ -107,6 +108,7 @@ export const SETTINGS = {
   genderProviderUrl: optionalUrl('SLUICE_GENDER_PROVIDER_URL', 'Remote gender lookup service (see "Remote lookup providers"). Unset: the embedded engine.'),
   genderProviderAuth: optionalText('SLUICE_GENDER_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote gender service, e.g. `Bearer ...`.'),
   providerTimeoutMs: int('SLUICE_PROVIDER_TIMEOUT_MS', 10_000, 100, 600_000, 'Time allowed for one request to a remote lookup service.'),
+  providerMaxBatch: int('SLUICE_PROVIDER_MAX_BATCH', 100, 1, 10_000, 'Keys per request to a remote lookup service (1 for a service that takes one key at a time).'),
   providerConnections: int('SLUICE_PROVIDER_CONNECTIONS', 64, 1, 10_000, 'Keep-alive connections per remote lookup service and process; also its requests in flight.'),
   webhookAllowPrivate: bool('SLUICE_WEBHOOK_ALLOW_PRIVATE', false, 'For development and tests only: lets webhooks use plain http and loopback or private addresses. Off, webhook URLs must be https and resolve only to public addresses.'),
   webhookTimeoutMs: int('SLUICE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000, 'Time allowed for one webhook delivery attempt (the spec: 10 s).'),
@@ -161,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       gender: { url: read(s.genderProviderUrl), auth: read(s.genderProviderAuth) },
       timeoutMs: read(s.providerTimeoutMs),
       connections: read(s.providerConnections),
+      maxBatch: read(s.providerMaxBatch),
     },
     webhooks: {
       allowPrivate: read(s.webhookAllowPrivate),

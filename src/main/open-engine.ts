@@ -53,6 +53,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
         ...(config.providers.gender.auth ? { authHeader: config.providers.gender.auth } : {}),
         timeoutMs: config.providers.timeoutMs,
         connections: config.providers.connections,
+        maxBatch: config.providers.maxBatch,
       })
     : undefined;
   const providers = new Map<string, LookupProvider>([['gender', remote ?? new EmbeddedGenderEngine()]]);

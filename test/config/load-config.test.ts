@@ -39,6 +39,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   genderProviderAuth: (c) => c.providers.gender.auth,
   providerTimeoutMs: (c) => c.providers.timeoutMs,
   providerConnections: (c) => c.providers.connections,
+  providerMaxBatch: (c) => c.providers.maxBatch,
   webhookAllowPrivate: (c) => c.webhooks.allowPrivate,
   webhookTimeoutMs: (c) => c.webhooks.attemptTimeoutMs,
   telegramApiUrl: (c) => c.webhooks.telegramApiUrl,
