@@ -1,10 +1,12 @@
 import { AppError, ERROR_CODES } from '../src/shared/errors.js';
 import { genderPipeline } from './gender.js';
+import { phoneBreachesPipeline } from './phone-breaches.js';
 import type { Pipeline } from './pipeline.js';
 
 /** Every job type, listed by hand so that adding one is a visible, reviewed change. */
 export const PIPELINES = {
   gender: genderPipeline,
+  phone_breaches: phoneBreachesPipeline,
 } as const;
 
 export type JobType = keyof typeof PIPELINES;

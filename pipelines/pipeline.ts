@@ -10,14 +10,23 @@ export interface Pipeline<R = unknown> {
   readonly lookupKind: string;
   /** Header (compared without case) that holds the key when the caller names no column. */
   readonly keyHeader: string;
-  /** Trims and validates one raw cell. The key is what billing and dedupe compare. */
-  normalise(raw: string): NormaliseResult;
+  /**
+   * Trims and validates one raw cell. The key is what billing and dedupe compare. `options` comes
+   * from the job, so that every row of one job is read by the same rule.
+   */
+  normalise(raw: string, options?: NormaliseOptions): NormaliseResult;
   /** Columns this pipeline adds, before the engine's own status, credits, cached, error. */
   readonly resultColumns: readonly string[];
   /** Cells for `resultColumns`, in order. */
   resultCells(result: R): string[];
   /** Whether the row belongs in the `found` export. */
   isFound(result: R): boolean;
+}
+
+/** Per-job settings that change how a cell reads; a pipeline ignores the ones it has no use for. */
+export interface NormaliseOptions {
+  /** ISO 3166-1 alpha-2 country for phone numbers written without a country code. */
+  readonly defaultCountry?: string | undefined;
 }
 
 export type NormaliseResult = { ok: true; key: string } | { ok: false; code: string; message: string };

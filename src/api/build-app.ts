@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type HTTPMethods } from 'fastify';
+import { PIPELINES } from '../../pipelines/index.js';
 import type { Logger } from '../shared/logger.js';
 import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.js';
 import type { ApiDeps } from './api-deps.js';
@@ -25,9 +26,14 @@ const BULK_UPLOAD_BODY = {
         type: 'object',
         required: ['type', 'file'],
         properties: {
-          type: { type: 'string', enum: ['gender'] },
+          type: { type: 'string', enum: Object.keys(PIPELINES) },
           download_link: { type: 'string', enum: ['true', 'false'] },
-          column: { type: 'string', description: 'Header of the key column; default: the pipeline\'s own (email)' },
+          column: { type: 'string', description: 'Header of the key column; default: the pipeline\'s own (email, phone)' },
+          default_country: {
+            type: 'string',
+            pattern: '^[A-Za-z]{2}$',
+            description: 'phone_breaches: ISO 3166-1 alpha-2 country for numbers written without a country code',
+          },
           file: { type: 'string', format: 'binary', description: 'The CSV; send it after the other fields' },
         },
       },

@@ -5,13 +5,14 @@ import { EXPORT_FILTERS, JOB_STATUSES, TERMINAL_STATUSES } from '../jobs/job-sta
 import { jobSummary, type JobSummary } from '../jobs/job-summary.js';
 import { Worker } from '../jobs/worker.js';
 import type { Engine } from '../jobs/engine.js';
+import { parseCountry } from '../../pipelines/phone-breaches.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 import { formatJob } from './format-job.js';
 import { ensureLocalAccount } from './local-account.js';
 import { progressReporter } from './progress.js';
 
-export const RUN_USAGE = 'sluice run FILE [--type gender] [--account ID] [--column NAME] [--out DIR] [--json]';
+export const RUN_USAGE = 'sluice run FILE [--type gender|phone_breaches] [--account ID] [--column NAME] [--default-country CC] [--out DIR] [--json]';
 
 export interface RunResult {
   summary: JobSummary;
@@ -27,7 +28,13 @@ export interface RunResult {
 export async function runCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommand(
     args,
-    { type: { type: 'string', default: 'gender' }, account: { type: 'string' }, column: { type: 'string' }, out: { type: 'string' } },
+    {
+      type: { type: 'string', default: 'gender' },
+      account: { type: 'string' },
+      column: { type: 'string' },
+      'default-country': { type: 'string' },
+      out: { type: 'string' },
+    },
     1,
   );
   const result = await runJob(engine, {
@@ -35,6 +42,7 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
     type: values.type as string,
     accountId: values.account as string | undefined,
     column: values.column as string | undefined,
+    defaultCountry: values['default-country'] as string | undefined,
     outDir: values.out as string | undefined,
     progress: values.json ? undefined : io.stderr,
   });
@@ -48,11 +56,25 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
 
 export async function runJob(
   engine: Engine,
-  input: { file: string; type: string; accountId?: string; column?: string; downloadLink?: boolean; outDir?: string; progress?: NodeJS.WriteStream },
+  input: {
+    file: string;
+    type: string;
+    accountId?: string;
+    column?: string;
+    /** ISO 3166-1 alpha-2, any case: phone numbers without a country code are read as that country's. */
+    defaultCountry?: string;
+    downloadLink?: boolean;
+    outDir?: string;
+    progress?: NodeJS.WriteStream;
+  },
 ): Promise<RunResult> {
   const { deps, jobService, config } = engine;
   const stat = fs.statSync(input.file, { throwIfNoEntry: false });
   if (!stat?.isFile()) throw new AppError(ERROR_CODES.badArgument, `no such file: ${input.file}`);
+  const defaultCountry = input.defaultCountry === undefined ? undefined : parseCountry(input.defaultCountry);
+  if (input.defaultCountry !== undefined && defaultCountry === undefined) {
+    throw new AppError(ERROR_CODES.badArgument, `--default-country: unknown country "${input.defaultCountry}"; give an ISO 3166-1 alpha-2 code such as DE or US`);
+  }
   const accountId = input.accountId ?? ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now());
 
   const job = await jobService.submit({
@@ -60,7 +82,11 @@ export async function runJob(
     type: input.type,
     body: fs.createReadStream(input.file),
     inputName: path.basename(input.file),
-    options: { ...(input.column === undefined ? {} : { column: input.column }), ...(input.downloadLink ? { downloadLink: true } : {}) },
+    options: {
+      ...(input.column === undefined ? {} : { column: input.column }),
+      ...(input.downloadLink ? { downloadLink: true } : {}),
+      ...(defaultCountry === undefined ? {} : { defaultCountry }),
+    },
   });
 
   const settled = () => {

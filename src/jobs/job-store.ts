@@ -7,6 +7,8 @@ export interface JobOptions {
   /** Header the caller named as the key column (compared without case). */
   column?: string;
   downloadLink?: boolean;
+  /** ISO 3166-1 alpha-2 country for phone numbers written without a country code. */
+  defaultCountry?: string;
 }
 
 export interface JobRecord {

@@ -1,5 +1,5 @@
 import { pipelineFor } from '../../pipelines/index.js';
-import type { Pipeline } from '../../pipelines/pipeline.js';
+import type { NormaliseOptions, Pipeline } from '../../pipelines/pipeline.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { chunkObjectKey, encodeChunkRow, ROW_KINDS } from './chunk-format.js';
 import { readCsvRows } from './csv-reader.js';
@@ -23,6 +23,7 @@ interface KeyColumn {
 export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, signal: AbortSignal): Promise<void> {
   const { limits } = deps;
   const pipeline = pipelineFor(job.type);
+  const normaliseOptions: NormaliseOptions = { defaultCountry: job.options.defaultCountry };
   const seen = new KeySet();
   const chunks: { firstRow: number; rowCount: number }[] = [];
   let keyColumn: KeyColumn | undefined;
@@ -48,7 +49,7 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
   for await (const batch of readCsvRows(input, { maxLineBytes: limits.maxLineBytes }, signal)) {
     for (const cells of batch) {
       if (keyColumn === undefined) {
-        keyColumn = findKeyColumn(cells, pipeline, job.options.column);
+        keyColumn = findKeyColumn(cells, pipeline, job.options.column, normaliseOptions);
         if (!keyColumn.firstRowIsData) continue;
       }
       totalRows++;
@@ -58,7 +59,7 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
           details: { maxRows: limits.maxRows },
         });
       }
-      const normalised = pipeline.normalise(cells[keyColumn.index] ?? '');
+      const normalised = pipeline.normalise(cells[keyColumn.index] ?? '', normaliseOptions);
       if (!normalised.ok) {
         lines.push(encodeChunkRow(ROW_KINDS.invalid, normalised.code, cells));
       } else {
@@ -90,14 +91,14 @@ function widen(header: string[], width: number): string[] {
  * The key column is the header the caller named, else the pipeline's own header (`email`), else,
  * when the first row's first cell is itself a valid key, column 1 of a file with no header row.
  */
-export function findKeyColumn(firstRow: string[], pipeline: Pipeline, column: string | undefined): KeyColumn {
+export function findKeyColumn(firstRow: string[], pipeline: Pipeline, column: string | undefined, options: NormaliseOptions = {}): KeyColumn {
   const wanted = (column ?? pipeline.keyHeader).trim().toLowerCase();
   const index = firstRow.findIndex((cell) => cell.trim().toLowerCase() === wanted);
   if (index >= 0) return { header: firstRow, index, firstRowIsData: false };
   if (column !== undefined) {
     throw new AppError(ERROR_CODES.columnNotFound, `no column named "${column}" in the header row`, { details: { column } });
   }
-  if (pipeline.normalise(firstRow[0] ?? '').ok) {
+  if (pipeline.normalise(firstRow[0] ?? '', options).ok) {
     const header = firstRow.map((_, i) => (i === 0 ? pipeline.keyHeader : `column_${i + 1}`));
     return { header, index: 0, firstRowIsData: true };
   }

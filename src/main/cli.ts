@@ -2,6 +2,7 @@
 import { accountsCommand, ACCOUNTS_USAGE } from '../cli/accounts-command.js';
 import type { CliIo } from '../cli/cli-io.js';
 import { demoCommand, DEMO_USAGE } from './demo.js';
+import { importCommand, IMPORT_USAGE } from '../cli/import-command.js';
 import { jobsCommand, JOBS_USAGE } from '../cli/jobs-command.js';
 import { keysCommand, KEYS_USAGE } from '../cli/keys-command.js';
 import { runCommand, RUN_USAGE } from '../cli/run-command.js';
@@ -21,6 +22,7 @@ usage:
   ${JOBS_USAGE.join('\n  ')}
   ${ACCOUNTS_USAGE.join('\n  ')}
   ${KEYS_USAGE.join('\n  ')}
+  ${IMPORT_USAGE}
   ${DEMO_USAGE}
 
 Settings come from SLUICE_* environment variables (see README.md).
@@ -35,6 +37,7 @@ const COMMANDS: Record<string, Command> = {
   jobs: jobsCommand,
   accounts: accountsCommand,
   keys: keysCommand,
+  import: importCommand,
 };
 
 // Sluice supports Node 20.18+ on purpose; the SDK's notice about its own future Node 22 floor

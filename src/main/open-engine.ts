@@ -14,6 +14,7 @@ export type { Engine };
 import { JobStore } from '../jobs/job-store.js';
 import { EmbeddedGenderEngine } from '../lookups/gender/embedded-gender-engine.js';
 import { Limiters } from '../lookups/limiters.js';
+import { EmbeddedBreachIndex, PHONE_BREACHES_KIND } from '../lookups/phone/embedded-breach-index.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
 import { RemoteLookupProvider } from '../lookups/remote/remote-provider.js';
 import { ResultCache } from '../lookups/result-cache.js';
@@ -56,7 +57,10 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
         maxBatch: config.providers.maxBatch,
       })
     : undefined;
-  const providers = new Map<string, LookupProvider>([['gender', remote ?? new EmbeddedGenderEngine()]]);
+  const providers = new Map<string, LookupProvider>([
+    ['gender', remote ?? new EmbeddedGenderEngine()],
+    [PHONE_BREACHES_KIND, new EmbeddedBreachIndex(db)],
+  ]);
   // A request waiting in the pool's queue spends its time-out there: never let more wait than connect.
   const providerConcurrency = remote ? Math.min(config.jobs.providerConcurrency, config.providers.connections) : config.jobs.providerConcurrency;
   const deps: EngineDeps = {

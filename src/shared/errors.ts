@@ -17,8 +17,13 @@ export const ERROR_CODES = {
   // rows (data, not exceptions: they land in the error column)
   emptyValue: 'empty_value',
   invalidEmail: 'invalid_email',
+  invalidPhone: 'invalid_phone',
+  missingCountryCode: 'missing_country_code',
   lookupFailed: 'lookup_failed',
   providerUnavailable: 'provider_unavailable',
+  // rows of a breach index import (counted and reported, never fatal)
+  invalidBreach: 'invalid_breach',
+  invalidDate: 'invalid_date',
   // engine
   leaseLost: 'lease_lost',
   jobNotFound: 'job_not_found',
@@ -27,6 +32,7 @@ export const ERROR_CODES = {
   invalidState: 'invalid_state',
   insufficientCredits: 'insufficient_credits',
   unknownJobType: 'unknown_job_type',
+  unknownCountry: 'unknown_country',
   storageUnavailable: 'storage_unavailable',
   objectNotFound: 'object_not_found',
   badConfig: 'bad_config',

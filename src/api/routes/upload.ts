@@ -3,12 +3,13 @@ import { PassThrough, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import { isJobType, PIPELINES } from '../../../pipelines/index.js';
+import { parseCountry } from '../../../pipelines/phone-breaches.js';
 import type { JobRecord } from '../../jobs/job-store.js';
 import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { httpError } from '../errors.js';
 
-const FIELDS = ['type', 'download_link', 'column'] as const;
+const FIELDS = ['type', 'download_link', 'column', 'default_country'] as const;
 
 interface Received {
   fields: Partial<Record<(typeof FIELDS)[number], string>>;
@@ -48,10 +49,14 @@ export async function receiveUpload(deps: ApiDeps, request: FastifyRequest, acco
     if (fields.download_link !== undefined && fields.download_link !== 'true' && fields.download_link !== 'false') {
       throw httpError(422, ERROR_CODES.invalidRequest, 'download_link must be true or false');
     }
+    const defaultCountry = fields.default_country ? parseCountry(fields.default_country) : undefined;
+    if (fields.default_country && defaultCountry === undefined) {
+      throw httpError(422, ERROR_CODES.unknownCountry, `default_country must be an ISO 3166-1 alpha-2 code such as DE, got "${fields.default_country.slice(0, 40)}"`);
+    }
     if (received.fileSha256 === null) throw httpError(422, ERROR_CODES.invalidRequest, 'file is required');
-    const fingerprint = createHash('sha256')
-      .update(JSON.stringify([fields.type, fields.column ?? null, fields.download_link ?? 'false', received.fileSha256]))
-      .digest('hex');
+    // default_country joins the fingerprint only when given, so keys stored before it existed still match.
+    const fingerprinted = [fields.type, fields.column ?? null, fields.download_link ?? 'false', received.fileSha256, ...(defaultCountry ? [defaultCountry] : [])];
+    const fingerprint = createHash('sha256').update(JSON.stringify(fingerprinted)).digest('hex');
 
     if (claim.state === 'done') {
       if (claim.fingerprint !== fingerprint) {
@@ -65,7 +70,11 @@ export async function receiveUpload(deps: ApiDeps, request: FastifyRequest, acco
       accountId,
       type: fields.type,
       inputName: received.fileName,
-      options: { ...(fields.column ? { column: fields.column } : {}), downloadLink: fields.download_link === 'true' },
+      options: {
+        ...(fields.column ? { column: fields.column } : {}),
+        downloadLink: fields.download_link === 'true',
+        ...(defaultCountry ? { defaultCountry } : {}),
+      },
     });
     if (idempotencyKey) idem.finish(accountId, idempotencyKey, fingerprint, job.id);
     return job;

@@ -1,0 +1,148 @@
+import fs from 'node:fs';
+import { normalisePhone, parseCountry } from '../../pipelines/phone-breaches.js';
+import type { Engine } from '../jobs/engine.js';
+import { readCsvRows } from '../jobs/csv-reader.js';
+import { BreachIndexWriter, type BreachRow } from '../lookups/phone/breach-index-writer.js';
+import { AppError, ERROR_CODES } from '../shared/errors.js';
+import type { Db } from '../storage/sqlite/open-database.js';
+import { parseCommand, printJson, type CliIo } from './cli-io.js';
+
+export const IMPORT_USAGE = 'sluice import breaches FILE [--default-country CC] [--json]';
+
+const COLUMNS = ['phone', 'breach', 'breached_at'] as const;
+const MAX_BREACH_NAME = 200;
+/** Bad rows listed by number; the rest are only counted, so a broken export does not flood the terminal. */
+const LISTED_INVALID = 10;
+
+export interface ImportSummary {
+  rows: number;
+  /** (phone, breach) pairs new to the index. */
+  imported: number;
+  /** Valid rows whose pair the index already held, or that repeated an earlier row of the file. */
+  skipped: number;
+  invalid: number;
+  invalid_by_code: Record<string, number>;
+  /** The first few bad rows; `row` counts the header as row 1 and skips blank lines. */
+  first_invalid: { row: number; code: string }[];
+}
+
+/**
+ * Loads a breach list into the index. The file streams through in the CSV reader's batches, each
+ * written in one transaction, so memory stays flat and an interrupted import can simply be run
+ * again: pairs already stored are skipped.
+ */
+export async function importCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
+  const [what, ...rest] = args;
+  if (what !== 'breaches') throw new AppError(ERROR_CODES.badArgument, `usage:\n  ${IMPORT_USAGE}`);
+  const { values, positionals } = parseCommand(rest, { 'default-country': { type: 'string' } }, 1);
+  const rawCountry = values['default-country'] as string | undefined;
+  const defaultCountry = rawCountry === undefined ? undefined : parseCountry(rawCountry);
+  if (rawCountry !== undefined && defaultCountry === undefined) {
+    throw new AppError(ERROR_CODES.badArgument, `--default-country: unknown country "${rawCountry}"; give an ISO 3166-1 alpha-2 code such as DE or US`);
+  }
+  const file = positionals[0]!;
+  if (!fs.statSync(file, { throwIfNoEntry: false })?.isFile()) throw new AppError(ERROR_CODES.badArgument, `no such file: ${file}`);
+
+  const progress = values.json ? undefined : progressLine(io.stderr);
+  const summary = await importBreaches(engine.deps.db, fs.createReadStream(file), {
+    maxLineBytes: engine.config.jobs.maxLineBytes,
+    defaultCountry,
+    onBatch: progress?.update,
+  });
+  progress?.done(summary);
+  if (values.json) {
+    printJson(io, { file, ...summary });
+    return 0;
+  }
+  for (const { row, code } of summary.first_invalid) io.stderr.write(`row ${row}: ${code}\n`);
+  const codes = Object.entries(summary.invalid_by_code).map(([code, n]) => `${code} ${n}`);
+  io.stdout.write(
+    [
+      `rows       ${summary.rows}`,
+      `imported   ${summary.imported}`,
+      `skipped    ${summary.skipped} (already in the index, or repeated in the file)`,
+      `invalid    ${summary.invalid}${codes.length > 0 ? ` (${codes.join(', ')})` : ''}`,
+      '',
+    ].join('\n'),
+  );
+  return 0;
+}
+
+export async function importBreaches(
+  db: Db,
+  source: AsyncIterable<Buffer | Uint8Array>,
+  options: { maxLineBytes: number; defaultCountry?: string | undefined; onBatch?: ((summary: ImportSummary) => void) | undefined },
+): Promise<ImportSummary> {
+  const writer = new BreachIndexWriter(db);
+  const summary: ImportSummary = { rows: 0, imported: 0, skipped: 0, invalid: 0, invalid_by_code: {}, first_invalid: [] };
+  const invalid = (code: string) => {
+    summary.invalid++;
+    summary.invalid_by_code[code] = (summary.invalid_by_code[code] ?? 0) + 1;
+    if (summary.first_invalid.length < LISTED_INVALID) summary.first_invalid.push({ row: summary.rows + 1, code });
+  };
+  let columns: number[] | undefined;
+  for await (const batch of readCsvRows(source, { maxLineBytes: options.maxLineBytes })) {
+    const rows: BreachRow[] = [];
+    for (const cells of batch) {
+      if (columns === undefined) {
+        columns = headerColumns(cells);
+        continue;
+      }
+      summary.rows++;
+      const [phoneAt, breachAt, dateAt] = columns as [number, number, number];
+      const phone = normalisePhone(cells[phoneAt] ?? '', { defaultCountry: options.defaultCountry });
+      const breach = (cells[breachAt] ?? '').trim();
+      const date = (cells[dateAt] ?? '').trim();
+      if (!phone.ok) invalid(phone.code);
+      else if (breach === '' || breach.length > MAX_BREACH_NAME) invalid(ERROR_CODES.invalidBreach);
+      else if (date !== '' && !isIsoDate(date)) invalid(ERROR_CODES.invalidDate);
+      else rows.push({ phone: phone.key, breach, breachedAt: date === '' ? null : date });
+    }
+    const added = rows.length === 0 ? 0 : writer.add(rows);
+    summary.imported += added;
+    summary.skipped += rows.length - added;
+    options.onBatch?.(summary);
+  }
+  if (columns === undefined) throw new AppError(ERROR_CODES.noRows, 'the file has no rows');
+  return summary;
+}
+
+/** Where phone, breach and breached_at are; the header names them, in any order and case. */
+function headerColumns(header: string[]): number[] {
+  const names = header.map((cell) => cell.trim().toLowerCase());
+  const missing = COLUMNS.filter((name) => !names.includes(name));
+  if (missing.length > 0) {
+    throw new AppError(ERROR_CODES.columnNotFound, `the header row needs the columns ${COLUMNS.join(', ')}; missing: ${missing.join(', ')}`, {
+      details: { missing },
+    });
+  }
+  return COLUMNS.map((name) => names.indexOf(name));
+}
+
+/** A real calendar date written `YYYY-MM-DD`; `2023-02-30` is refused, not rolled over. */
+function isIsoDate(text: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false;
+  const date = new Date(`${text}T00:00:00Z`);
+  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === text;
+}
+
+/** A redrawn line on a terminal, a plain line every 2 seconds elsewhere (as `sluice run` does). */
+function progressLine(out: NodeJS.WriteStream, now: () => number = Date.now) {
+  const started = now();
+  let last = started;
+  const write = (s: ImportSummary) => {
+    const rate = Math.round(s.rows / Math.max((now() - started) / 1000, 0.001));
+    const line = `importing breaches: ${s.rows.toLocaleString('en-US')} rows, ${s.imported.toLocaleString('en-US')} new, ${s.invalid.toLocaleString('en-US')} invalid, ${rate.toLocaleString('en-US')} rows/s`;
+    out.write(out.isTTY ? `\r${line}` : `${line}\n`);
+    last = now();
+  };
+  return {
+    update(s: ImportSummary) {
+      if (now() - last >= (out.isTTY ? 200 : 2000)) write(s);
+    },
+    done(s: ImportSummary) {
+      write(s);
+      if (out.isTTY) out.write('\n');
+    },
+  };
+}

@@ -1,0 +1,92 @@
+import type { Db } from '../../storage/sqlite/open-database.js';
+import type { LookupOutcome, LookupProvider } from '../lookup-provider.js';
+
+/** Lookup kind of phone breaches: billing, the result cache and the provider map use it. */
+export const PHONE_BREACHES_KIND = 'phone_breaches';
+
+/** Spec 4.4 without `credits`, which the engine adds. Dates are ISO `YYYY-MM-DD`. */
+export interface PhoneBreachResult {
+  /** E.164, as the key. */
+  phone: string;
+  breached: boolean;
+  total_breaches: number;
+  /** Null when the number is in no breach, or in none with a known date. */
+  first_breached: string | null;
+  last_breached: string | null;
+  summary: string;
+}
+
+export interface BreachRecord {
+  breach: string;
+  /** Null when the source did not say when the breach happened. */
+  breachedAt: string | null;
+}
+
+/** Breach names a summary spells out; the rest are counted, so a cell stays readable. */
+const NAMED_IN_SUMMARY = 5;
+
+/**
+ * The answer for one number from its breach records, which must come ordered by date (undated
+ * last), then name: the summary lists them in that order, so the same index always gives the same
+ * bytes, which a resumed job's output depends on.
+ */
+export function breachResult(phone: string, records: readonly BreachRecord[]): PhoneBreachResult {
+  if (records.length === 0) {
+    return { phone, breached: false, total_breaches: 0, first_breached: null, last_breached: null, summary: 'Not found in any known breach' };
+  }
+  const dates = records.flatMap((r) => (r.breachedAt === null ? [] : [r.breachedAt]));
+  const first = dates[0] ?? null;
+  const last = dates[dates.length - 1] ?? null;
+  const count = records.length === 1 ? '1 breach' : `${records.length} breaches`;
+  const span = first === null ? '' : first === last ? ` (${first})` : ` (${first} to ${last})`;
+  const names = records.slice(0, NAMED_IN_SUMMARY).map((r) => r.breach);
+  const more = records.length > NAMED_IN_SUMMARY ? ` and ${records.length - NAMED_IN_SUMMARY} more` : '';
+  return {
+    phone,
+    breached: true,
+    total_breaches: records.length,
+    first_breached: first,
+    last_breached: last,
+    summary: `Found in ${count}${span}: ${names.join(', ')}${more}`,
+  };
+}
+
+interface Row {
+  phone: string;
+  breach: string;
+  breached_at: string | null;
+}
+
+/**
+ * Answers from the breach index that `sluice import breaches` loads (table `phone_breaches`), one
+ * query per batch. Keys are E.164 numbers; a number the index does not hold is an answer too
+ * (`breached: false`), so every outcome is ok, and a failing query is thrown for the engine to
+ * retry.
+ */
+export class EmbeddedBreachIndex implements LookupProvider<PhoneBreachResult> {
+  readonly kind = PHONE_BREACHES_KIND;
+  readonly name = 'embedded-phone-breaches';
+  /** json_each takes the keys as one bound parameter, so there is no host-parameter limit to mind. */
+  readonly maxBatch = 1_000;
+  private readonly select;
+
+  constructor(db: Db) {
+    this.select = db.prepare(
+      `SELECT phone, breach, breached_at FROM phone_breaches
+       WHERE phone IN (SELECT value FROM json_each(?))
+       ORDER BY phone, breached_at IS NULL, breached_at, breach`,
+    );
+  }
+
+  async lookup(keys: readonly string[], signal?: AbortSignal): Promise<LookupOutcome<PhoneBreachResult>[]> {
+    signal?.throwIfAborted();
+    const byPhone = new Map<string, BreachRecord[]>();
+    for (const row of this.select.all(JSON.stringify(keys)) as Row[]) {
+      const records = byPhone.get(row.phone);
+      const record = { breach: row.breach, breachedAt: row.breached_at };
+      if (records === undefined) byPhone.set(row.phone, [record]);
+      else records.push(record);
+    }
+    return keys.map((key) => ({ ok: true, result: breachResult(key, byPhone.get(key) ?? []) }));
+  }
+}
