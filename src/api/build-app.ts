@@ -12,6 +12,7 @@ import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { jobRoutes } from './routes/job-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
+import { phoneRoutes } from './routes/phone-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 
 /** JSON bodies are small everywhere; uploads go through multipart with their own limit. */
@@ -99,6 +100,7 @@ export async function buildApp(deps: ApiDeps, log: Logger): Promise<FastifyInsta
   await app.register(async (scope) => jobRoutes(scope, deps));
   await app.register(async (scope) => genderRoutes(scope, deps));
   await app.register(async (scope) => webhookRoutes(scope, deps));
+  await app.register(async (scope) => phoneRoutes(scope, deps));
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // A known path with the wrong method is 405, not 404 (the gender endpoint has its own words).

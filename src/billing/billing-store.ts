@@ -192,6 +192,16 @@ export class BillingStore {
   }
 
   /**
+   * One credit for one call, outside the repeat-free window: the agent endpoints' "1 credit always".
+   * False (nothing written) when the balance is 0. Must run inside the caller's transaction.
+   */
+  chargeCall(input: { accountId: string; kind: string; callId: string; now: number }): boolean {
+    if (this.stmts.spend.run(1, input.accountId, 1).changes === 0) return false;
+    this.stmts.insertLedger.run(chargeLedgerId(input.accountId, 'call', input.callId), input.accountId, -1, 'charge', input.kind, null, input.now);
+    return true;
+  }
+
+  /**
    * Sets this chunk's reservation to as much of `wanted` as the account can cover beside every
    * other reservation, and returns what was granted. Replaces the chunk's earlier reservation, so a
    * worker that died holding one does not leak it past the next attempt.

@@ -19,7 +19,14 @@ export type SingleLookup<R> =
  * an address a job paid for is a free repeat here, and the other way round. A failed lookup is
  * never charged; the charge commits in one transaction with the result it pays for.
  */
-export async function singleLookup<R>(deps: EngineDeps, pipeline: Pipeline<R>, accountId: string, raw: string): Promise<SingleLookup<R>> {
+export async function singleLookup<R>(
+  deps: EngineDeps,
+  pipeline: Pipeline<R>,
+  accountId: string,
+  raw: string,
+  /** `per_call`: every call costs 1, as the agent endpoints charge; else repeats in the window are free. */
+  billing: 'repeat_free' | 'per_call' = 'repeat_free',
+): Promise<SingleLookup<R>> {
   const normalised = pipeline.normalise(raw);
   if (!normalised.ok) return { ok: false, reason: 'invalid', code: normalised.code };
   const { key } = normalised;
@@ -27,7 +34,7 @@ export async function singleLookup<R>(deps: EngineDeps, pipeline: Pipeline<R>, a
   const provider = deps.providers.get(kind);
   if (!provider) return { ok: false, reason: 'unavailable' };
   const since = deps.clock.now() - deps.repeatFreeDays * DAY_MS;
-  const repeat = deps.billing.freshlyBilled(accountId, kind, [key], since).has(key);
+  const repeat = billing === 'repeat_free' && deps.billing.freshlyBilled(accountId, kind, [key], since).has(key);
   if (!repeat && deps.billing.available(accountId) <= 0) return { ok: false, reason: 'insufficient_credits' };
 
   const cached = deps.results.getMany<R>(kind, [key], since).get(key);
@@ -42,10 +49,16 @@ export async function singleLookup<R>(deps: EngineDeps, pipeline: Pipeline<R>, a
   }
   const now = deps.clock.now();
   return deps.db.transaction((): SingleLookup<R> => {
-    const charge = deps.billing.chargeBatch({ accountId, kind, keys: [key], jobId: 'single', batchId: randomUUID(), now, since });
-    if (charge.unpaidFrom !== undefined) return { ok: false, reason: 'insufficient_credits' };
+    let credits: 0 | 1;
+    if (billing === 'per_call') {
+      if (!deps.billing.chargeCall({ accountId, kind, callId: randomUUID(), now })) return { ok: false, reason: 'insufficient_credits' };
+      credits = 1;
+    } else {
+      const charge = deps.billing.chargeBatch({ accountId, kind, keys: [key], jobId: 'single', batchId: randomUUID(), now, since });
+      if (charge.unpaidFrom !== undefined) return { ok: false, reason: 'insufficient_credits' };
+      credits = charge.charged.has(key) ? 1 : 0;
+    }
     if (cached === undefined) deps.results.put(kind, key, result, now);
-    const credits = charge.charged.has(key) ? 1 : 0;
     deps.outbox.addIfSubscribed(lookupEvent(accountId, kind, key, result, credits, now), now);
     return { ok: true, key, result: result as R, credits, cached: cached !== undefined };
   }).immediate();

@@ -200,6 +200,14 @@ const rows: Row[] = [
     { name: 'gender: unknown key', method: 'POST', url, auth: 'wrong', body: { email: 'maria@example.com' }, status: 401, error: 'bad key' },
     { name: 'gender: no key and an invalid body: auth comes first', method: 'POST', url, auth: 'none', body: '[]', contentType: JSON_TYPE, status: 401, error: 'API key required' },
   ]),
+  // Phone
+  { name: 'agent phone: no query', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: {}, status: 400, error: /^query is required/ },
+  { name: 'agent phone: a number without country code', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: { query: '030 1234567' }, status: 400, error: /^Invalid phone number/ },
+  { name: 'agent phone: malformed JSON', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: '{"query":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'phone jobs: unknown feature', method: 'POST', url: '/api/phone-jobs', auth: 'key', body: { feature: 'x', numbers: ['+14155552671'] }, status: 422, error: INVALID_REQUEST },
+  { name: 'phone jobs: body is an array', method: 'POST', url: '/api/phone-jobs', auth: 'key', body: '[]', contentType: JSON_TYPE, status: 422, error: INVALID_REQUEST },
+  { name: 'phone jobs: progress without id', method: 'GET', url: '/api/phone-jobs', auth: 'key', status: 400, error: 'id is required' },
+  { name: 'phone jobs: unknown id', method: 'GET', url: `/api/phone-jobs?id=${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'Job not found' },
   // Webhooks answer in their own envelope: {success: false, result: {code}, message}.
   { name: 'webhooks: no key', method: 'GET', url: '/api/webhooks', auth: 'none', status: 401, error: 'Unauthorized' },
   { name: 'webhooks: malformed JSON', method: 'POST', url: '/api/webhooks', auth: 'key', body: '{"url":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },

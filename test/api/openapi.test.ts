@@ -34,6 +34,9 @@ const OPERATIONS = [
   'POST /api/webhooks/test',
   'GET /api/webhooks/deliveries',
   'POST /api/webhooks/deliveries/{id}/redeliver',
+  'POST /api/agent/phone-breaches',
+  'POST /api/phone-jobs',
+  'GET /api/phone-jobs',
 ].sort();
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

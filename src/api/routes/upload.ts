@@ -9,10 +9,12 @@ import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/er
 import type { ApiDeps } from '../api-deps.js';
 import { httpError } from '../errors.js';
 
-const FIELDS = ['type', 'download_link', 'column', 'default_country'] as const;
+const FIELDS = ['type', 'feature', 'download_link', 'column', 'default_country'] as const;
+
+export type UploadFields = Partial<Record<(typeof FIELDS)[number], string>>;
 
 interface Received {
-  fields: Partial<Record<(typeof FIELDS)[number], string>>;
+  fields: UploadFields;
   fileName: string | null;
   fileSha256: string | null;
   staged: { jobId: string; inputKey: string } | null;
@@ -23,7 +25,13 @@ interface Received {
  * the size limit enforced on the way, then queues the job. With an Idempotency-Key, a retry of
  * the same request returns the first job, and a different request under the same key is refused.
  */
-export async function receiveUpload(deps: ApiDeps, request: FastifyRequest, accountId: string): Promise<JobRecord> {
+export async function receiveUpload(
+  deps: ApiDeps,
+  request: FastifyRequest,
+  accountId: string,
+  /** Where the job type comes from: the `type` field, unless a route names it otherwise. */
+  typeOf: (fields: UploadFields) => string | undefined = (fields) => fields.type,
+): Promise<JobRecord> {
   if (!request.isMultipart()) throw httpError(415, ERROR_CODES.invalidRequest, 'Expected a multipart/form-data body');
   const idempotencyKey = idempotencyKeyOf(request);
   const idem = deps.idempotency;
@@ -42,9 +50,10 @@ export async function receiveUpload(deps: ApiDeps, request: FastifyRequest, acco
     // A replay is only compared, never stored: its bytes are hashed and dropped.
     await readParts(deps, request, claim.state === 'new', received);
     const { fields } = received;
-    if (!fields.type) throw httpError(422, ERROR_CODES.invalidRequest, 'type is required');
-    if (!isJobType(fields.type)) {
-      throw httpError(422, ERROR_CODES.unknownJobType, `Invalid request: unknown type "${fields.type.slice(0, 40)}"; use one of ${Object.keys(PIPELINES).join(', ')}`);
+    const type = typeOf(fields);
+    if (!type) throw httpError(422, ERROR_CODES.invalidRequest, 'type is required');
+    if (!isJobType(type)) {
+      throw httpError(422, ERROR_CODES.unknownJobType, `Invalid request: unknown type "${type.slice(0, 40)}"; use one of ${Object.keys(PIPELINES).join(', ')}`);
     }
     if (fields.download_link !== undefined && fields.download_link !== 'true' && fields.download_link !== 'false') {
       throw httpError(422, ERROR_CODES.invalidRequest, 'download_link must be true or false');
@@ -55,7 +64,7 @@ export async function receiveUpload(deps: ApiDeps, request: FastifyRequest, acco
     }
     if (received.fileSha256 === null) throw httpError(422, ERROR_CODES.invalidRequest, 'file is required');
     // default_country joins the fingerprint only when given, so keys stored before it existed still match.
-    const fingerprinted = [fields.type, fields.column ?? null, fields.download_link ?? 'false', received.fileSha256, ...(defaultCountry ? [defaultCountry] : [])];
+    const fingerprinted = [type, fields.column ?? null, fields.download_link ?? 'false', received.fileSha256, ...(defaultCountry ? [defaultCountry] : [])];
     const fingerprint = createHash('sha256').update(JSON.stringify(fingerprinted)).digest('hex');
 
     if (claim.state === 'done') {
@@ -68,7 +77,7 @@ export async function receiveUpload(deps: ApiDeps, request: FastifyRequest, acco
       jobId: received.staged!.jobId,
       inputKey: received.staged!.inputKey,
       accountId,
-      type: fields.type,
+      type,
       inputName: received.fileName,
       options: {
         ...(fields.column ? { column: fields.column } : {}),

@@ -1,0 +1,129 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { parseCountry, phoneBreachesPipeline } from '../../../pipelines/phone-breaches.js';
+import { csvLine } from '../../jobs/csv-writer.js';
+import { EXPORT_FILTERS } from '../../jobs/job-states.js';
+import type { JobRecord } from '../../jobs/job-store.js';
+import { assertNever, singleLookup } from '../../jobs/single-lookup.js';
+import { ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
+import type { ApiDeps } from '../api-deps.js';
+import { keyAuth, requireWritable } from '../authenticate.js';
+import { httpError } from '../errors.js';
+import { jobView } from '../job-view.js';
+import { receiveUpload } from './upload.js';
+
+/** A JSON list of a million numbers is about 20 MB; the usual 64 KiB JSON limit is for small bodies. */
+const NUMBERS_BODY_LIMIT = 48 * 1024 * 1024;
+const PHONE_FEATURES = { breaches: phoneBreachesPipeline.type } as const;
+const PHONE_JOBS_DESCRIPTION =
+  'A phone-breach job: JSON `{feature: "breaches", numbers: [...], default_country?, download_link?}`, or a multipart form with `feature`, optional `default_country`, `download_link`, `column`, then `file` (CSV with a `phone` column). Up to 1,000,000 numbers.';
+
+/** Spec 4.4: the agent phone-breach lookup and phone jobs. */
+export async function phoneRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  app.addHook('onRequest', keyAuth(deps));
+
+  app.post<{ Body: unknown }>(
+    '/api/agent/phone-breaches',
+    { schema: { tags: ['phone'], description: 'Body: `query`, a phone number with its country code. 1 credit per call, repeats included.' } },
+    async (request) => {
+      const query = (request.body as { query?: unknown } | null | undefined)?.query;
+      if (typeof query !== 'string' || query.trim() === '') throw httpError(400, ERROR_CODES.invalidRequest, 'query is required: a phone number with its country code');
+      const answer = await singleLookup(deps.engine, phoneBreachesPipeline, request.caller!.accountId, query, 'per_call');
+      if (answer.ok) return { ...answer.result, credits: answer.credits };
+      switch (answer.reason) {
+        case 'invalid':
+          throw httpError(400, answer.code as ErrorCode, 'Invalid phone number: give it in international form, such as +49 30 1234567');
+        case 'insufficient_credits':
+          throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
+        case 'unavailable':
+          throw httpError(503, ERROR_CODES.providerUnavailable, 'Phone breach lookup is temporarily unavailable');
+        case 'failed':
+          throw httpError(502, ERROR_CODES.lookupFailed, 'Phone breach lookup failed. Please try again.');
+        default:
+          return assertNever(answer);
+      }
+    },
+  );
+
+  app.post('/api/phone-jobs', { bodyLimit: NUMBERS_BODY_LIMIT, schema: { tags: ['phone'], description: PHONE_JOBS_DESCRIPTION } }, async (request, reply) => {
+    const caller = requireWritable(request);
+    const job = request.isMultipart()
+      ? await receiveUpload(deps, request, caller.accountId, (fields) => featureType(fields.feature))
+      : await jobFromNumbers(deps, request, caller.accountId);
+    return reply.code(202).send(await phoneJobView(deps, job));
+  });
+
+  app.get<{ Querystring: { id?: string } }>(
+    '/api/phone-jobs',
+    { schema: { tags: ['phone'], querystring: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } } } } },
+    async (request) => {
+      const id = request.query.id;
+      if (!id) throw httpError(400, ERROR_CODES.invalidRequest, 'id is required');
+      const job = deps.engine.jobs.get(id);
+      if (!job || job.accountId !== request.caller!.accountId || job.type !== phoneBreachesPipeline.type) {
+        throw httpError(404, ERROR_CODES.jobNotFound, 'Job not found');
+      }
+      return phoneJobView(deps, job);
+    },
+  );
+}
+
+function featureType(feature: string | undefined): string {
+  if (feature === undefined) throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: feature is required (breaches)');
+  const type = PHONE_FEATURES[feature as keyof typeof PHONE_FEATURES];
+  if (!type) throw httpError(422, ERROR_CODES.invalidRequest, `Invalid request: unknown feature "${feature.slice(0, 40)}"; use breaches`);
+  return type;
+}
+
+/** `{feature, numbers[], default_country?, download_link?}`: the numbers become a one-column CSV. */
+async function jobFromNumbers(deps: ApiDeps, request: FastifyRequest, accountId: string): Promise<JobRecord> {
+  const body = request.body as Record<string, unknown> | null | undefined;
+  if (body === null || body === undefined || typeof body !== 'object' || Array.isArray(body)) {
+    throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: send a JSON object or a multipart form with a file');
+  }
+  const type = featureType(typeof body.feature === 'string' ? body.feature : undefined);
+  const { numbers } = body;
+  if (!Array.isArray(numbers) || numbers.length === 0 || numbers.some((n) => typeof n !== 'string')) {
+    throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: numbers must be a non-empty list of strings');
+  }
+  if (numbers.length > deps.settings.maxRows) {
+    throw httpError(422, ERROR_CODES.tooManyRows, `Invalid request: at most ${deps.settings.maxRows} numbers per job`);
+  }
+  if (body.download_link !== undefined && typeof body.download_link !== 'boolean') {
+    throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: download_link must be true or false');
+  }
+  let defaultCountry: string | undefined;
+  if (body.default_country !== undefined) {
+    defaultCountry = typeof body.default_country === 'string' ? parseCountry(body.default_country) : undefined;
+    if (!defaultCountry) throw httpError(422, ERROR_CODES.unknownCountry, 'default_country must be an ISO 3166-1 alpha-2 code such as DE');
+  }
+  if (deps.engine.billing.requireAccount(accountId).credits <= 0) {
+    throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
+  }
+  const lines = (function* () {
+    yield csvLine(['phone']);
+    for (const n of numbers as string[]) yield csvLine([n]);
+  })();
+  const staged = await deps.jobService.stageInput(Readable.from(lines));
+  return deps.jobService.create({
+    jobId: staged.jobId,
+    inputKey: staged.inputKey,
+    accountId,
+    type,
+    inputName: null,
+    options: { downloadLink: body.download_link === true, ...(defaultCountry ? { defaultCountry } : {}) },
+  });
+}
+
+/** The job's progress, and once it has completed, fresh presigned links per export filter. */
+async function phoneJobView(deps: ApiDeps, job: JobRecord) {
+  const view = { ...jobView(job), feature: 'breaches' };
+  if (job.status !== 'completed') return view;
+  const links: Record<string, { download_url: string; expires_at: string }> = {};
+  for (const filter of EXPORT_FILTERS) {
+    const url = await deps.jobService.downloadUrl(job.id, filter, deps.settings.presignExpiresSeconds);
+    links[filter] = { download_url: url.url, expires_at: url.expiresAt.toISOString() };
+  }
+  return { ...view, download_urls: links };
+}
+
