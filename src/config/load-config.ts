@@ -64,6 +64,7 @@ export interface JobLimits {
   readonly leaseSeconds: number;
   readonly pollMs: number;
   readonly providerRetrySeconds: number;
+  readonly accountRunningJobs: number;
 }
 
 interface Setting<T> {
@@ -93,6 +94,7 @@ export const SETTINGS = {
   batchRows: int('SLUICE_BATCH_ROWS', 1_000, 1, 100_000, 'Rows per checkpoint transaction.'),
   accountConcurrency: int('SLUICE_ACCOUNT_CONCURRENCY', 64, 1, 10_000, 'Lookup requests in flight per account, across its jobs (per process).'),
   providerConcurrency: int('SLUICE_PROVIDER_CONCURRENCY', 128, 1, 10_000, 'Lookup requests in flight per provider (per process).'),
+  accountRunningJobs: int('SLUICE_ACCOUNT_RUNNING_JOBS', 4, 1, 10_000, 'Jobs of one account that run at once; its other jobs wait in `queued`.'),
   workerConcurrency: int('SLUICE_WORKER_CONCURRENCY', 2, 1, 256, 'Chunks a worker process works on at once.'),
   leaseSeconds: int('SLUICE_LEASE_SECONDS', 30, 2, 3600, 'A worker that stops renewing loses its chunk after this long.'),
   pollMs: int('SLUICE_POLL_MS', 250, 10, 60_000, 'How often an idle worker looks for work.'),
@@ -149,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       leaseSeconds: read(s.leaseSeconds),
       pollMs: read(s.pollMs),
       providerRetrySeconds: read(s.providerRetrySeconds),
+      accountRunningJobs: read(s.accountRunningJobs),
     },
     billing: { repeatFreeDays: read(s.repeatFreeDays), defaultAccountCredits: read(s.defaultAccountCredits) },
     presignExpiresSeconds: read(s.presignExpiresSeconds),

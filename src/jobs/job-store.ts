@@ -102,7 +102,9 @@ export class JobStore {
       countAll: db.prepare('SELECT COUNT(*) AS n FROM jobs WHERE (@accountId IS NULL OR account_id = @accountId) AND (@status IS NULL OR status = @status)'),
       phaseCandidate: db.prepare(
         `SELECT id FROM jobs
-          WHERE ((status = 'queued' AND phase = 'split') OR (status = 'running' AND phase IN ('split', 'assemble')))
+          WHERE ((status = 'queued' AND phase = 'split'
+                  AND (SELECT count(*) FROM jobs r WHERE r.account_id = jobs.account_id AND r.status = 'running') < @maxRunning)
+                 OR (status = 'running' AND phase IN ('split', 'assemble')))
             AND (lease_expires_at IS NULL OR lease_expires_at < @now)
           ORDER BY created_at, id LIMIT 1`,
       ),
@@ -117,7 +119,23 @@ export class JobStore {
         `SELECT c.job_id AS jobId, c.chunk_index AS chunkIndex FROM job_chunks c JOIN jobs j ON j.id = c.job_id
           WHERE j.status = 'running' AND j.phase = 'process' AND c.status = 'pending'
             AND (c.lease_expires_at IS NULL OR c.lease_expires_at < @now)
-          ORDER BY j.created_at, c.job_id, c.chunk_index LIMIT 1`,
+          ORDER BY (SELECT count(*) FROM job_chunks h JOIN jobs hj ON hj.id = h.job_id
+                     WHERE hj.account_id = j.account_id AND h.status = 'pending' AND h.lease_expires_at >= @now),
+                   j.created_at, c.job_id, c.chunk_index LIMIT 1`,
+      ),
+      starvedAccount: db.prepare(
+        `SELECT 1 FROM job_chunks c JOIN jobs j ON j.id = c.job_id
+          WHERE j.status = 'running' AND j.phase = 'process' AND c.status = 'pending' AND j.account_id != @account
+            AND (c.lease_expires_at IS NULL OR c.lease_expires_at < @now)
+            AND NOT EXISTS (SELECT 1 FROM job_chunks h JOIN jobs hj ON hj.id = h.job_id
+                             WHERE hj.account_id = j.account_id AND h.status = 'pending' AND h.lease_expires_at >= @now)
+         UNION ALL
+         SELECT 1 FROM jobs q
+          WHERE q.account_id != @account AND (q.lease_expires_at IS NULL OR q.lease_expires_at < @now)
+            AND ((q.status = 'queued' AND q.phase = 'split'
+                  AND (SELECT count(*) FROM jobs r WHERE r.account_id = q.account_id AND r.status = 'running') < @maxRunning)
+                 OR (q.status = 'running' AND q.phase IN ('split', 'assemble')))
+          LIMIT 1`,
       ),
       takeChunkLease: db.prepare(
         `UPDATE job_chunks SET lease_owner = @owner, lease_epoch = lease_epoch + 1, lease_expires_at = @expires, attempts = attempts + 1
@@ -210,10 +228,10 @@ export class JobStore {
   }
 
   /** Takes the oldest job that needs splitting or assembling and whose lease is free. */
-  acquireJobPhase(owner: string, now: number, leaseMs: number): { job: JobRecord; lease: Lease } | undefined {
+  acquireJobPhase(owner: string, now: number, leaseMs: number, maxRunningPerAccount = Number.MAX_SAFE_INTEGER): { job: JobRecord; lease: Lease } | undefined {
     return this.db
       .transaction(() => {
-        const candidate = this.s.phaseCandidate.get({ now }) as { id: string } | undefined;
+        const candidate = this.s.phaseCandidate.get({ now, maxRunning: maxRunningPerAccount }) as { id: string } | undefined;
         if (!candidate) return undefined;
         this.s.takeJobLease.run({ id: candidate.id, owner, expires: now + leaseMs, now });
         const job = this.require(candidate.id);
@@ -267,6 +285,15 @@ export class JobStore {
         return { chunk, lease: { owner, epoch: chunk.leaseEpoch } };
       })
       .immediate();
+  }
+
+  /**
+   * Whether another account has work waiting (a chunk while it has none in work, or a job to split
+   * or assemble) that no worker holds: a worker busy with this account's
+   * chunk then hands its slot over after the current batch, so one huge job cannot starve a small one.
+   */
+  otherAccountStarved(accountId: string, now: number, maxRunningPerAccount = Number.MAX_SAFE_INTEGER): boolean {
+    return this.s.starvedAccount.get({ account: accountId, now, maxRunning: maxRunningPerAccount }) !== undefined;
   }
 
   renewChunkLease(jobId: string, chunkIndex: number, lease: Lease, expiresAt: number): boolean {

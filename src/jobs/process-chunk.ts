@@ -13,6 +13,12 @@ import { lookupBatch } from './lookup-batch.js';
 
 export type ChunkOutcome = 'done' | 'stopped' | 'paused';
 
+/**
+ * How long a chunk keeps its worker slot while another account waits with nothing in work. After
+ * that it hands the slot over at the next batch boundary and goes on later from its cursor.
+ */
+export const FAIR_SLICE_MS = 2_000;
+
 interface ChunkContext {
   deps: EngineDeps;
   job: JobRecord;
@@ -39,8 +45,10 @@ export async function processChunk(
   const ctx: ChunkContext = { deps, job, chunk, lease, pipeline: pipelineFor(job.type), signal };
   const lines = (await deps.objects.getBytes(chunkObjectKey(job.id, chunk.chunkIndex), signal)).toString('utf8').split('\n');
   let cursor = chunk.cursor;
+  const started = deps.clock.now();
   while (cursor < chunk.rowCount) {
     if (stop.aborted || deps.jobs.status(job.id) !== JOB_STATUSES.running) return 'stopped';
+    if (deps.clock.now() - started > FAIR_SLICE_MS && deps.jobs.otherAccountStarved(job.accountId, deps.clock.now(), deps.limits.accountRunningJobs)) return 'stopped';
     const end = Math.min(cursor + deps.limits.batchRows, chunk.rowCount);
     const rows = lines.slice(cursor, end).map(decodeChunkRow);
     const { committed, paused } = await processBatch(ctx, rows, cursor);

@@ -52,7 +52,7 @@ export class Worker {
   async tick(): Promise<boolean> {
     const { jobs, clock } = this.deps;
     const leaseMs = this.deps.limits.leaseSeconds * 1000;
-    const phase = jobs.acquireJobPhase(this.id, clock.now(), leaseMs);
+    const phase = jobs.acquireJobPhase(this.id, clock.now(), leaseMs, this.deps.limits.accountRunningJobs);
     if (phase) {
       const { job, lease } = phase;
       await this.leased(

@@ -27,6 +27,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   leaseSeconds: (c) => c.jobs.leaseSeconds,
   pollMs: (c) => c.jobs.pollMs,
   providerRetrySeconds: (c) => c.jobs.providerRetrySeconds,
+  accountRunningJobs: (c) => c.jobs.accountRunningJobs,
   repeatFreeDays: (c) => c.billing.repeatFreeDays,
   defaultAccountCredits: (c) => c.billing.defaultAccountCredits,
   presignExpiresSeconds: (c) => c.presignExpiresSeconds,
