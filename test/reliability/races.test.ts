@@ -1,0 +1,200 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/child-worker.js';
+import { cliEnv, DbPeek, killChildren, removeScratchDirs, scratchDir, spawnCli, workerReady, type CliChild } from '../support/cli-process.js';
+import { resultRecords, writeGenderCsv } from '../support/csv-fixture.js';
+import { openTestEngine, type TestEngine } from '../support/test-engine.js';
+import { cleanRun, cleanRuns, dbFileOf, expectSameOutcome, freezeOutsideWriteLock, jobEnd, jobOutcome, logRecords } from './reliability-support.js';
+
+/**
+ * Issue #7 item 3: races between real `sluice worker` processes on one data dir. The outcome is
+ * compared with what an uninterrupted run gives (bytes, keys paid for, ledger, balance), not only
+ * with a status.
+ */
+
+const peeks: DbPeek[] = [];
+const engines: TestEngine[] = [];
+const readers: Database.Database[] = [];
+afterEach(async () => {
+  // SIGKILL also ends a process left stopped by a failed test.
+  await killChildren();
+  for (const peek of peeks.splice(0)) peek.close();
+  for (const reader of readers.splice(0)) reader.close();
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+  removeScratchDirs();
+});
+
+const GRANT = 100_000;
+
+describe('a worker frozen past its lease while another worker takes over its chunk', () => {
+  // Two long chunks of short batches: the frozen worker is caught in the middle of chunk 0, and
+  // the worker that takes it over is still in the middle of it when the first one wakes.
+  const ENV = { SLUICE_CHUNK_ROWS: '6000', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20', SLUICE_LEASE_SECONDS: '2', SLUICE_WORKER_CONCURRENCY: '2' };
+  const ROWS = 12_000;
+
+  it('has its late commit refused when it wakes (SIGSTOP, then SIGCONT): files, keys paid for, ledger and balance equal an uninterrupted run', async () => {
+    const dir = scratchDir('sluice-freeze-');
+    const input = await writeGenderCsv(dir, 'in.csv', { rows: ROWS, seed: 81, duplicateShare: 0.1, invalidShare: 0.03 });
+    const reference = await cleanRun(path.join(dir, 'reference'), input, ENV, GRANT);
+
+    // This process hosts the data dir's embedded S3 server and stays up: were the frozen worker
+    // the host, the other worker's requests would hang on it, and no take-over could happen.
+    const dataDir = path.join(dir, 'data');
+    const host = await openTestEngine({ ...ENV, SLUICE_DATA_DIR: dataDir });
+    engines.push(host);
+    host.deps.billing.createAccount({ id: 'acc', credits: GRANT, now: Date.now() });
+    const job = await host.jobService.submit({ accountId: 'acc', type: 'gender', body: fs.createReadStream(input), inputName: 'in.csv', options: {} });
+    const db = new DbPeek(dataDir);
+    peeks.push(db);
+    const chunk0 = () => ({ ...db.chunkCursors(job.id)[0]!, takes: db.chunkLeaseTakes(job.id)[0]! });
+
+    const first = spawnCli(['worker', '--concurrency', '1'], cliEnv(dataDir, { ...ENV, SLUICE_LOG_LEVEL: 'warn' }));
+    await workerReady(first);
+    expect(await waitFor(() => (db.chunkCursors(job.id)[0]?.cursor ?? 0) >= 1_500, 30_000, 2), first.stderr()).toBe(true);
+    await freezeOutsideWriteLock(first.child, dbFileOf(dataDir));
+    const frozen = chunk0();
+
+    const second = spawnCli(['worker'], cliEnv(dataDir, { ...ENV, SLUICE_LOG_LEVEL: 'warn' }));
+    const tookOver = await waitFor(() => {
+      const now = chunk0();
+      return now.takes > frozen.takes && now.cursor >= frozen.cursor + 500;
+    }, 30_000, 2);
+    expect(tookOver, `chunk 0 was not taken over: ${JSON.stringify(chunk0())}\n${second.stderr()}`).toBe(true);
+    const atWake = chunk0();
+    first.child.kill('SIGCONT');
+
+    expect(frozen.status).toBe('pending');
+    expect(atWake.status, 'the second worker finished chunk 0 before the first woke: no race was run').toBe('pending');
+    expect(atWake.cursor).toBeLessThan(atWake.row_count);
+    expect(await jobEnd(db, job.id, [first, second]), `${first.stderr()}\n${second.stderr()}`).toBe('completed');
+    const noticed = await waitFor(() => logRecords(first.stderr()).some((r) => r.msg === 'lease lost; another worker has the work'), 5_000, 20);
+    expect(noticed, `the woken worker did not report its lost lease:\n${first.stderr()}`).toBe(true);
+    expect(first.child.exitCode, first.stderr()).toBeNull();
+    expect(second.child.exitCode, second.stderr()).toBeNull();
+    expect(db.chunkLeaseTakes(job.id)[0]).toBeGreaterThanOrEqual(2);
+
+    expectSameOutcome(await jobOutcome(host, 'acc', job.id), reference, 'after a frozen worker woke up');
+  });
+});
+
+describe('many jobs of one account with a small balance, in several worker processes', () => {
+  const ENV = { SLUICE_CHUNK_ROWS: '300', SLUICE_BATCH_ROWS: '50', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2' };
+  const JOBS = 4;
+  const ROWS = 1_000;
+  const WORKERS = 3;
+  const BALANCE = 1_200;
+  const TOP_UP = 10_000;
+
+  it('never take the balance below 0, charge each address once, and their charges add up to the balance drop; after a top-up and resume the files equal clean runs', async () => {
+    const dir = scratchDir('sluice-balance-');
+    // Drawn from one pool, so the jobs compete for the same addresses as well as for the balance.
+    const inputs = await Promise.all(
+      Array.from({ length: JOBS }, (_, i) => writeGenderCsv(dir, `in-${i}.csv`, { rows: ROWS, seed: 90 + i, pool: 2_400, duplicateShare: 0.1, invalidShare: 0.03 })),
+    );
+    const references = await cleanRuns(path.join(dir, 'reference'), inputs, ENV, GRANT);
+    const payable = new Set(references.flatMap((r) => r.chargedKeys));
+    expect(payable.size, 'the balance must be too small for the jobs').toBeGreaterThan(BALANCE);
+
+    const dataDir = path.join(dir, 'data');
+    const jobIds: string[] = [];
+    const setup = await openTestEngine({ ...ENV, SLUICE_DATA_DIR: dataDir });
+    try {
+      setup.deps.billing.createAccount({ id: 'acc', credits: BALANCE, now: Date.now() });
+      for (const [i, input] of inputs.entries()) {
+        jobIds.push((await setup.jobService.submit({ accountId: 'acc', type: 'gender', body: fs.createReadStream(input), inputName: `in-${i}.csv`, options: {} })).id);
+      }
+    } finally {
+      await setup.close();
+    }
+    const reader = new Database(dbFileOf(dataDir), { readonly: true, timeout: 5_000 });
+    readers.push(reader);
+    const money = () =>
+      reader
+        .prepare("SELECT credits, credits - (SELECT COALESCE(SUM(amount), 0) FROM credit_reservations WHERE account_id = 'acc') AS available FROM accounts WHERE id = 'acc'")
+        .get() as { credits: number; available: number };
+    const jobRows = () =>
+      jobIds.map(
+        (id) => reader.prepare('SELECT status, reason, credits_used, lease_owner FROM jobs WHERE id = ?').get(id) as { status: string; reason: string | null; credits_used: number; lease_owner: string | null },
+      );
+    const leasesHeld = () => (reader.prepare('SELECT COUNT(*) AS n FROM job_chunks WHERE lease_owner IS NOT NULL').get() as { n: number }).n;
+    const workers: CliChild[] = Array.from({ length: WORKERS }, () => spawnCli(['worker'], cliEnv(dataDir, ENV)));
+    // A dead worker ends the wait too, so that the test fails at once and says why.
+    const settled = (done: (status: string) => boolean) => () =>
+      (jobRows().every((j) => done(j.status) && j.lease_owner === null) && leasesHeld() === 0) || workers.some((w) => w.child.exitCode !== null);
+
+    await Promise.all(workers.map((w) => workerReady(w)));
+    let lowest = { credits: BALANCE, available: BALANCE };
+    const lowestWhile = async (until: () => boolean) =>
+      waitFor(() => {
+        const now = money();
+        lowest = { credits: Math.min(lowest.credits, now.credits), available: Math.min(lowest.available, now.available) };
+        return until();
+      }, 60_000, 2);
+
+    expect(await lowestWhile(settled((s) => s === 'paused' || s === 'completed')), JSON.stringify(jobRows())).toBe(true);
+    for (const worker of workers) expect(worker.child.exitCode, worker.stderr()).toBeNull();
+    const stopped = jobRows();
+    const spent = stopped.reduce((sum, j) => sum + j.credits_used, 0);
+    expect(stopped.filter((j) => j.credits_used > 0).length, 'the balance was not shared between jobs').toBeGreaterThan(1);
+    expect(stopped.filter((j) => j.status === 'paused').map((j) => j.reason)).toContain('insufficient_credits');
+    expect(new Set(stopped.filter((j) => j.status === 'paused').map((j) => j.reason))).toEqual(new Set(['insufficient_credits']));
+    expect(lowest.credits).toBeGreaterThanOrEqual(0);
+    expect(lowest.available, 'more credits reserved than the balance held').toBeGreaterThanOrEqual(0);
+    expect(money(), 'the balance drop and the reservations left').toEqual({ credits: BALANCE - spent, available: BALANCE - spent });
+    expectLedgerAddsUp(reader, BALANCE - spent, spent);
+
+    const resume = await openTestEngine({ ...ENV, SLUICE_DATA_DIR: dataDir });
+    engines.push(resume);
+    resume.deps.billing.addCredits('acc', TOP_UP, 'topup', Date.now());
+    for (const [i, job] of stopped.entries()) if (job.status === 'paused') resume.jobService.resume(jobIds[i]!);
+    expect(await lowestWhile(settled((s) => s === 'completed')), JSON.stringify(jobRows())).toBe(true);
+    for (const worker of workers) expect(worker.child.exitCode, worker.stderr()).toBeNull();
+
+    const outcomes = await Promise.all(jobIds.map((id) => jobOutcome(resume, 'acc', id)));
+    const total = outcomes.reduce((sum, o) => sum + o.creditsUsed, 0);
+    expect(total, 'each address the files hold is paid for once, by whichever job came first').toBe(payable.size);
+    expect(new Set(outcomes.flatMap((o) => o.chargedKeys))).toEqual(payable);
+    expect(money()).toEqual({ credits: BALANCE + TOP_UP - total, available: BALANCE + TOP_UP - total });
+    expect(lowest.credits).toBeGreaterThanOrEqual(0);
+    expectLedgerAddsUp(reader, BALANCE + TOP_UP - total, total);
+
+    // Which job paid for a shared address depends on timing, so `credits` and `cached` may differ
+    // from a job run alone; every other cell, and the rows' number and order, may not.
+    for (const [i, outcome] of outcomes.entries()) {
+      for (const filter of ['all', 'found'] as const) {
+        const actual = await resultRecords(outcome[filter]);
+        const expected = await resultRecords(references[i]![filter]);
+        expect(actual.map(withoutBilling), `${filter}.csv of job ${i}`).toEqual(expected.map(withoutBilling));
+      }
+      const paidRows = (await resultRecords(outcome.all)).filter((r) => r.credits === '1').length;
+      expect(paidRows, `rows marked paid in job ${i}`).toBe(outcome.creditsUsed);
+    }
+  });
+});
+
+function withoutBilling(row: Record<string, string>): Record<string, string> {
+  const { credits: _credits, cached: _cached, ...rest } = row;
+  return rest;
+}
+
+/**
+ * Every ledger line in the order it was written: the running balance never dips below 0, it ends
+ * at the account's balance, and the charge lines add up to what the jobs say they used and to the
+ * addresses recorded as paid for.
+ */
+function expectLedgerAddsUp(reader: Database.Database, balance: number, charged: number): void {
+  const lines = reader.prepare("SELECT delta, reason FROM ledger WHERE account_id = 'acc' ORDER BY rowid").all() as { delta: number; reason: string }[];
+  let running = 0;
+  let lowest = 0;
+  for (const line of lines) {
+    running += line.delta;
+    lowest = Math.min(lowest, running);
+  }
+  expect(lowest, 'the ledger went below 0 at some point').toBe(0);
+  expect(running).toBe(balance);
+  expect(-lines.filter((l) => l.reason === 'charge').reduce((sum, l) => sum + l.delta, 0)).toBe(charged);
+  const paidKeys = (reader.prepare("SELECT COUNT(*) AS n FROM billing_cache WHERE account_seq = (SELECT seq FROM accounts WHERE id = 'acc')").get() as { n: number }).n;
+  expect(paidKeys, 'addresses paid for').toBe(charged);
+}
