@@ -43,7 +43,16 @@ export class Worker {
   private async loop(until: () => boolean): Promise<void> {
     const stop = this.stopController.signal;
     while (!stop.aborted && !until()) {
-      const worked = await this.tick();
+      let worked = false;
+      try {
+        worked = await this.tick();
+      } catch (e: unknown) {
+        // The database locked past its busy time-out by another process: wait and look again, as
+        // for any retryable fault. Anything else is a bug and ends the worker loudly.
+        const error = toAppError(e);
+        if (!error.retryable) throw e;
+        this.deps.log.warn({ err: error }, 'worker could not reach the database; trying again');
+      }
       if (!worked && !stop.aborted && !until()) await sleep(this.deps.limits.pollMs, undefined, { signal: stop }).catch(() => undefined);
     }
   }
@@ -115,37 +124,50 @@ export class Worker {
     const leaseMs = this.deps.limits.leaseSeconds * 1000;
     const controller = new AbortController();
     const heartbeat = setInterval(() => {
-      if (!renew(clock.now() + leaseMs)) controller.abort(new AppError(ERROR_CODES.leaseLost, 'lease lost'));
+      // A renewal that meets a locked database is skipped; the next one tries again before expiry.
+      const renewed = retrySafe(() => renew(clock.now() + leaseMs), log, jobId);
+      if (renewed === false) controller.abort(new AppError(ERROR_CODES.leaseLost, 'lease lost'));
     }, Math.max(100, leaseMs / 3));
     try {
       await work(controller.signal);
-      release();
+      retrySafe(release, log, jobId);
     } catch (e: unknown) {
       const error = toAppError(controller.signal.aborted && isAppError(controller.signal.reason) ? controller.signal.reason : e);
       clearInterval(heartbeat);
-      if (error.code === ERROR_CODES.leaseLost) {
-        log.warn({ jobId }, 'lease lost; another worker has the work');
-        return;
-      }
-      if (!error.retryable) {
-        release();
-        this.endJob(jobId, error);
-        return;
-      }
-      const failures = recordFailure(clock.now() + BASE_BACKOFF_MS);
-      if (failures === 0) return; // the lease went to another worker meanwhile
-      if (failures >= MAX_FAILURES) {
-        release();
-        this.endJob(jobId, error);
-        return;
-      }
-      // The lease now runs until the backoff is over; then any worker may take the work again.
-      const backoffMs = Math.min(60_000, BASE_BACKOFF_MS * 2 ** (failures - 1));
-      renew(clock.now() + backoffMs);
-      log.warn({ jobId, err: error, failures, backoffMs }, 'retryable failure; will try again');
+      // Recording the failure needs the database too; if it is still locked, the lease simply runs
+      // out and the work is taken again, which is the same retry by another road.
+      retrySafe(() => this.afterFailure(jobId, error, { renew, release, recordFailure }), log, jobId);
     } finally {
       clearInterval(heartbeat);
     }
+  }
+
+  private afterFailure(
+    jobId: string,
+    error: AppError,
+    lease: { renew: (expiresAt: number) => boolean; release: () => void; recordFailure: (retryAt: number) => number },
+  ): void {
+    const { clock, log } = this.deps;
+    if (error.code === ERROR_CODES.leaseLost) {
+      log.warn({ jobId }, 'lease lost; another worker has the work');
+      return;
+    }
+    if (!error.retryable) {
+      lease.release();
+      this.endJob(jobId, error);
+      return;
+    }
+    const failures = lease.recordFailure(clock.now() + BASE_BACKOFF_MS);
+    if (failures === 0) return; // the lease went to another worker meanwhile
+    if (failures >= MAX_FAILURES) {
+      lease.release();
+      this.endJob(jobId, error);
+      return;
+    }
+    // The lease now runs until the backoff is over; then any worker may take the work again.
+    const backoffMs = Math.min(60_000, BASE_BACKOFF_MS * 2 ** (failures - 1));
+    lease.renew(clock.now() + backoffMs);
+    log.warn({ jobId, err: error, failures, backoffMs }, 'retryable failure; will try again');
   }
 
   private endJob(jobId: string, error: AppError): void {
@@ -165,6 +187,21 @@ export class Worker {
       else log.info({ jobId, reason, message: error.message }, 'job rejected its input');
     }
     billing.releaseJobReservations(jobId);
+  }
+}
+
+/**
+ * Runs lease bookkeeping that a locked database may refuse. A retryable refusal is logged and
+ * answered with undefined (the lease then runs out on its own); anything else is thrown.
+ */
+function retrySafe<T>(step: () => T, log: EngineDeps['log'], jobId: string): T | undefined {
+  try {
+    return step();
+  } catch (e: unknown) {
+    const error = toAppError(e);
+    if (!error.retryable) throw e;
+    log.warn({ jobId, err: error }, 'lease bookkeeping met a locked database; the lease will run out instead');
+    return undefined;
   }
 }
 
