@@ -17,7 +17,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   const address = await app.listen({ port, host: values.host as string });
   const worker = engine.config.api.runWorker && !values['no-worker'] ? new Worker(engine.deps) : undefined;
   const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
-  const working = Promise.all([worker?.run({ concurrency: engine.config.jobs.workerConcurrency }), sender?.run()]);
+  const working = Promise.all([worker?.run({ concurrency: engine.config.jobs.workerConcurrency }).finally(() => sender?.stop()), sender?.run()]);
   io.stderr.write(`sluice API listening on ${address}${worker ? ` with worker ${worker.id}` : ''}${sender ? ' and webhook sender' : ''}\n`);
 
   await new Promise<void>((resolve) => {
