@@ -24,8 +24,9 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   process.once('SIGINT', stop);
   engine.deps.log.info({ worker: worker.id, concurrency }, 'worker started');
   io.stderr.write(`worker ${worker.id} running with ${concurrency} slot(s); Ctrl-C to stop\n`);
-  // If the worker fails, the sender must stop too before the engine closes under it.
-  await Promise.all([worker.run({ concurrency }).finally(() => sender?.stop()), sender?.run()]);
+  // If the worker fails, the sender must stop, and end, before the engine closes under it.
+  const [work] = await Promise.allSettled([worker.run({ concurrency }).finally(() => sender?.stop()), sender?.run()]);
+  if (work.status === 'rejected') throw work.reason;
   engine.deps.log.info({ worker: worker.id }, 'worker stopped');
   return 0;
 }

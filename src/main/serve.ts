@@ -17,16 +17,20 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   const address = await app.listen({ port, host: values.host as string });
   const worker = engine.config.api.runWorker && !values['no-worker'] ? new Worker(engine.deps) : undefined;
   const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
-  const working = Promise.all([worker?.run({ concurrency: engine.config.jobs.workerConcurrency }).finally(() => sender?.stop()), sender?.run()]);
+  const working = worker?.run({ concurrency: engine.config.jobs.workerConcurrency }).finally(() => sender?.stop());
+  const settled = Promise.allSettled([working, sender?.run()]);
   io.stderr.write(`sluice API listening on ${address}${worker ? ` with worker ${worker.id}` : ''}${sender ? ' and webhook sender' : ''}\n`);
 
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
+    // A worker that fails (a bug, not a blip) takes the process down, so a supervisor restarts it.
+    working?.catch(() => resolve());
   });
   io.stderr.write('stopping: finishing in-flight requests and batches\n');
   worker?.stop();
   sender?.stop();
-  await Promise.all([app.close(), working]);
+  const [, [work]] = await Promise.all([app.close(), settled]);
+  if (work.status === 'rejected') throw work.reason;
   return 0;
 }
