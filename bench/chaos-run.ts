@@ -1,0 +1,510 @@
+/**
+ * The crash test (DESIGN guarantees 1 to 3, and durable webhooks). One big gender job, plus a few
+ * small jobs of other accounts for more webhook events, runs twice on the same inputs: once by
+ * worker processes left alone (the reference), once by worker processes killed with SIGKILL at
+ * random moments and each replaced by a fresh one. Both runs must end with the same result bytes
+ * and charges, and every job completed; every event must reach the receiver, and its repeats must
+ * share one webhook-id. `npm run chaos` (bench/chaos.ts) and test/reliability/chaos.test.ts run it.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Database from 'better-sqlite3';
+import { generateGenderCsv } from '../fixtures/generate-gender-csv.js';
+import { loadConfig } from '../src/config/load-config.js';
+import { readCsvRows } from '../src/jobs/csv-reader.js';
+import { openEngine } from '../src/main/open-engine.js';
+import { silentLogger } from '../src/shared/logger.js';
+import { verifySignatures } from '../src/webhooks/sign.js';
+import { WEBHOOK_KINDS } from '../src/webhooks/webhook-store.js';
+import { killAll, startNode, stopChild, tail, type Child } from './children.js';
+
+const HERE = import.meta.dirname;
+/** dist/bench under `npm run chaos`, bench/ when vitest runs the source. */
+const ROOT = path.basename(path.dirname(HERE)) === 'dist' ? path.resolve(HERE, '../..') : path.resolve(HERE, '..');
+const CLI = path.join(ROOT, 'dist/src/main/cli.js');
+
+export interface ChaosOptions {
+  rows: number;
+  /** Kills that must land on a worker holding a lease before the big job completes. */
+  kills: number;
+  seed: number;
+  /** Chunks of the big job (50): the more, the longer split and assembly last, and the run. */
+  chunks?: number;
+  /** Worker processes alive at once. */
+  workers?: number;
+  /** Small jobs of other accounts, each one more bulk.completed event. */
+  sideJobs?: number;
+  /** Senders killed during a webhook attempt, on top of `kills`. */
+  deliveryKills?: number;
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  seed: number;
+  rows: number;
+  chunkRows: number;
+  batchRows: number;
+  cleanMs: number;
+  chaosMs: number;
+  /** Kills of a lease holder before the big job completed, by the big job's phase at the time. */
+  kills: number;
+  phases: Record<string, number>;
+  /** Every SIGKILL sent, counted or not. */
+  killsSent: number;
+  missedKills: number;
+  deliveryKills: number;
+  restarts: number;
+  events: number;
+  deliveries: number;
+  distinctIds: number;
+  resultsIdentical: boolean;
+  ledgerIdentical: boolean;
+  rowsLost: number;
+  rowsDoubled: number;
+  chargesDoubled: number;
+  /** Status of every job at the end, e.g. { completed: 4 }. */
+  statuses: Record<string, number>;
+  /** Each failed check, with its evidence; empty when the run passed. */
+  problems: string[];
+}
+
+type Settings = Record<string, string>;
+interface JobRef { id: string; accountId: string }
+interface Proc { c: Child; pid: number; id?: string; killed?: boolean }
+interface Timing { split: number; assemble: number; total: number }
+
+/** Chunks small enough that every phase lasts long enough to be hit, and a lease that lapses fast. */
+function chaosSettings(rows: number, chunks: number): Settings {
+  const chunk = Math.max(100, Math.round(rows / chunks));
+  return {
+    SLUICE_CHUNK_ROWS: String(chunk),
+    SLUICE_BATCH_ROWS: String(Math.max(10, Math.round(chunk / 10))),
+    SLUICE_LEASE_SECONDS: '2',
+    SLUICE_POLL_MS: '50',
+    SLUICE_WORKER_CONCURRENCY: '2',
+    SLUICE_WEBHOOK_ALLOW_PRIVATE: 'true',
+    // A killed sender's claim lasts one attempt plus 5 s; a short attempt lets the next one take over soon.
+    SLUICE_WEBHOOK_TIMEOUT_MS: '1000',
+    SLUICE_LOG_LEVEL: 'warn',
+  };
+}
+
+/** Never the operator's own SLUICE_* settings: a stray SLUICE_S3_ENDPOINT would change what is tested. */
+function childEnv(dataDir: string, settings: Settings): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
+  return { ...base, ...settings, SLUICE_DATA_DIR: dataDir, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+}
+
+/** mulberry32, so that a seed names one schedule (as far as timing lets it). */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  const began = performance.now();
+  const log = (line: string): void => o.log?.(`${((performance.now() - began) / 1000).toFixed(1).padStart(6)} s  ${line}`);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-chaos-'));
+  const settings = chaosSettings(o.rows, o.chunks ?? 50);
+  const rng = seeded(o.seed);
+  try {
+    const inputs = [path.join(work, 'big.csv'), ...Array.from({ length: o.sideJobs ?? 3 }, (_, i) => path.join(work, `side-${i + 1}.csv`))];
+    for (const [i, file] of inputs.entries()) {
+      const rows = i === 0 ? o.rows : 300 + Math.floor(rng() * 700);
+      const csv = generateGenderCsv({ rows, seed: o.seed + i, duplicateShare: 0.15, invalidShare: 0.05 });
+      // Side jobs get domains of their own. The result cache serves every account, so an address
+      // in two jobs would make `cached` depend on which job looked it up first, in either run.
+      await pipeline(i === 0 ? csv : csv.map((text) => String(text).replace(/example\./gi, `side${i}-$&`)), fs.createWriteStream(file));
+    }
+    log(`seed ${o.seed}: ${o.rows} rows, chunks of ${settings.SLUICE_CHUNK_ROWS}, batches of ${settings.SLUICE_BATCH_ROWS}, in ${work}`);
+    const cleanDir = path.join(work, 'clean');
+    const t0 = performance.now();
+    const clean = await cleanRun(cleanDir, settings, inputs, o.workers ?? 2);
+    const cleanMs = performance.now() - t0;
+    log(`clean run: ${(cleanMs / 1000).toFixed(1)} s (split ${clean.timing.split} ms, assemble ${clean.timing.assemble} ms)`);
+    const expected = await collect(cleanDir, settings, clean.jobs);
+    const t1 = performance.now();
+    const chaos = await chaosRun(path.join(work, 'chaos'), settings, inputs, o, rng, clean.timing, log);
+    const chaosMs = performance.now() - t1;
+    const actual = await collect(path.join(work, 'chaos'), settings, chaos.jobs);
+    return { seed: o.seed, rows: o.rows, chunkRows: Number(settings.SLUICE_CHUNK_ROWS), batchRows: Number(settings.SLUICE_BATCH_ROWS), cleanMs, chaosMs, ...chaos.stats, ...(await compare(inputs, expected, actual, chaos.stats.problems)) };
+  } finally {
+    await killAll();
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** A plain-http receiver on loopback: counts requests and webhook-ids, checks both signatures. */
+interface Receiver { url: string; secrets: Map<string, string>; requests: number; seen: Map<string, number>; problems: string[]; close(): void }
+
+/** `onFirst` runs before the answer to the first request of each webhook-id. */
+async function startReceiver(onFirst: (id: string) => Promise<void>): Promise<Receiver> {
+  const server = http.createServer(async (req, res) => {
+    const parts: Buffer[] = [];
+    for await (const part of req) parts.push(part as Buffer);
+    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]));
+    const id = headers['webhook-id'] ?? '';
+    const secret = r.secrets.get(req.url ?? '');
+    const bad = secret === undefined ? ['no webhook at this path'] : verifySignatures(Buffer.concat(parts), headers, secret, Date.now());
+    if (bad.length > 0) r.problems.push(`delivery ${id} to ${req.url}: ${bad.join('; ')}`);
+    r.requests++;
+    r.seen.set(id, (r.seen.get(id) ?? 0) + 1);
+    if (r.seen.get(id) === 1) await onFirst(id);
+    res.on('error', () => undefined).writeHead(200).end('ok');
+  });
+  const r: Receiver = { url: '', secrets: new Map(), requests: 0, seen: new Map(), problems: [], close: () => void server.close().closeAllConnections() };
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  r.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return r;
+}
+
+/** Read-only looks at a data dir's SQLite file while worker processes write it. */
+class Peek {
+  private readonly db: Database.Database;
+  constructor(dataDir: string) {
+    this.db = new Database(path.join(dataDir, 'sluice.db'), { fileMustExist: true });
+    this.db.pragma('busy_timeout = 5000');
+  }
+  job(id: string): { status: string; phase: string; processed: number; total: number | null; owner: string | null } {
+    return this.db.prepare('SELECT status, phase, processed_rows AS processed, total_rows AS total, lease_owner AS owner FROM jobs WHERE id = ?').get(id) as never;
+  }
+  /** What a worker holds now: 'phase' (split or assemble of some job) or 'chunk', once per lease. */
+  held(workerId: string): string[] {
+    const now = Date.now();
+    const phases = this.db.prepare('SELECT phase FROM jobs WHERE lease_owner = ? AND lease_expires_at > ?').all(workerId, now) as { phase: string }[];
+    const chunks = this.db.prepare('SELECT COUNT(*) AS n FROM job_chunks WHERE lease_owner = ? AND lease_expires_at > ?').get(workerId, now) as { n: number };
+    return [...phases.map((p) => p.phase), ...Array<string>(chunks.n).fill('chunk')];
+  }
+  claimant(messageId: string): string | undefined {
+    return (this.db.prepare("SELECT claimed_by AS c FROM webhook_deliveries WHERE message_id = ? AND status = 'pending'").get(messageId) as { c: string | null } | undefined)?.c ?? undefined;
+  }
+  statuses(): Record<string, number> {
+    const rows = this.db.prepare('SELECT status, COUNT(*) AS n FROM jobs GROUP BY status').all() as { status: string; n: number }[];
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  }
+  events(): string[] {
+    return (this.db.prepare('SELECT id FROM outbox ORDER BY created_at').all() as { id: string }[]).map((r) => r.id);
+  }
+  /** Events not yet relayed, plus deliveries not yet successful. */
+  undelivered(): number {
+    return (this.db.prepare("SELECT (SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL) + (SELECT COUNT(*) FROM webhook_deliveries WHERE status <> 'success') AS n").get() as { n: number }).n;
+  }
+  close(): void {
+    this.db.close();
+  }
+}
+
+/** Accounts, webhooks and queued jobs, made by an engine that is closed before any worker starts. */
+async function queue(dataDir: string, settings: Settings, inputs: string[], receiver?: Receiver): Promise<JobRef[]> {
+  const engine = await openEngine(loadConfig(childEnv(dataDir, settings)), silentLogger());
+  try {
+    const jobs: JobRef[] = [];
+    for (const [i, input] of inputs.entries()) {
+      const accountId = i === 0 ? 'chaos' : `side-${i}`;
+      engine.deps.billing.createAccount({ id: accountId, credits: 10_000_000, now: Date.now() });
+      if (receiver) {
+        const hook = `/hook/${accountId}`;
+        const { secret } = engine.webhooks.store.create({ accountId, kind: WEBHOOK_KINDS.generic, url: receiver.url + hook, events: ['bulk.completed'], description: 'chaos', isActive: true, now: Date.now() });
+        receiver.secrets.set(hook, secret!);
+      }
+      const job = await engine.jobService.submit({ accountId, type: 'gender', body: fs.createReadStream(input), inputName: path.basename(input), options: {} });
+      jobs.push({ id: job.id, accountId });
+    }
+    return jobs;
+  } finally {
+    await engine.close();
+  }
+}
+
+function startWorker(dataDir: string, settings: Settings): Proc {
+  const c = startNode(CLI, ['worker'], childEnv(dataDir, settings), { cwd: ROOT });
+  return { c, pid: c.child.pid ?? -1 };
+}
+
+/** The worker's id (the lease owner it writes), from its start-up line. */
+function workerId(p: Proc): string | undefined {
+  p.id ??= /worker (\S+) running/.exec(p.c.stderr())?.[1];
+  return p.id;
+}
+
+/** The reference: the same jobs, workers never killed. Times the big job's phases for the kill schedule. */
+async function cleanRun(dataDir: string, settings: Settings, inputs: string[], n: number): Promise<{ jobs: JobRef[]; timing: Timing }> {
+  const jobs = await queue(dataDir, settings, inputs);
+  const peek = new Peek(dataDir);
+  const procs = Array.from({ length: n }, () => startWorker(dataDir, { ...settings, SLUICE_WEBHOOK_SENDER: 'false' }));
+  const seen: Record<string, number> = {};
+  try {
+    const deadline = Date.now() + 30 * 60_000;
+    for (;;) {
+      const job = peek.job(jobs[0]!.id);
+      const at = performance.now();
+      seen[job.status === 'running' ? job.phase : job.status] ??= at;
+      const statuses = peek.statuses();
+      if ((statuses.completed ?? 0) === jobs.length) break;
+      const dead = procs.find((p) => p.c.child.exitCode !== null || p.c.child.signalCode !== null);
+      if (dead || Date.now() > deadline || job.status === 'failed' || job.status === 'paused') {
+        throw new Error(`the clean run did not complete: ${JSON.stringify(statuses)}\n${tail(procs.map((p) => p.c.stderr()).join('\n'))}`);
+      }
+      await sleep(10);
+    }
+  } finally {
+    peek.close();
+    await Promise.all(procs.map((p) => stopChild(p.c)));
+  }
+  const span = (from: string, to: string) => Math.round((seen[to] ?? 0) - (seen[from] ?? 0));
+  return { jobs, timing: { split: span('split', 'process'), assemble: span('assemble', 'completed'), total: span('split', 'completed') } };
+}
+
+type Stats = Pick<ChaosReport, 'kills' | 'phases' | 'killsSent' | 'missedKills' | 'deliveryKills' | 'restarts' | 'events' | 'deliveries' | 'distinctIds' | 'statuses' | 'problems'>;
+type JobView = ReturnType<Peek['job']>;
+
+/** The worker processes of the run under fire: kept at their number, killed, and what each kill hit. */
+class Fleet {
+  private readonly procs = new Set<Proc>();
+  private stopping = false;
+
+  constructor(
+    private readonly start: () => Proc,
+    private readonly size: number,
+    private readonly peek: Peek,
+    private readonly bigId: string,
+    private readonly stats: Stats,
+    private readonly log: (line: string) => void,
+  ) {
+    for (let i = 0; i < size; i++) this.add();
+  }
+
+  /** Replaces every worker that is gone; each replacement is a restart. */
+  keepUp(): void {
+    for (let n = this.procs.size; n < this.size; n++, this.stats.restarts++) this.add();
+  }
+
+  live(): Proc[] {
+    return [...this.procs].filter((p) => !p.killed && workerId(p) !== undefined);
+  }
+
+  chunkHolders(): Proc[] {
+    return this.live().filter((p) => this.peek.held(p.id!).includes('chunk'));
+  }
+
+  /** SIGKILL. It counts when the worker held a lease and the big job had not completed yet. */
+  async kill(p: Proc, why?: string): Promise<void> {
+    if (p.killed) return;
+    const job = this.peek.job(this.bigId);
+    const held = p.id ? this.peek.held(p.id) : [];
+    p.killed = true;
+    this.stats.killsSent++;
+    p.c.child.kill('SIGKILL');
+    await p.c.exited;
+    const phase = job.status === 'running' ? job.phase : job.status;
+    if (job.status !== 'completed' && held.length > 0) {
+      this.stats.kills++;
+      this.stats.phases[phase] = (this.stats.phases[phase] ?? 0) + 1;
+    } else if (why === undefined) this.stats.missedKills++;
+    this.log(`kill: pid ${p.pid} ${why ?? `in ${phase}`}, holding ${held.join(' ') || 'no lease'}; big job at ${job.processed}/${job.total ?? '?'} rows; ${this.stats.kills} counted`);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.procs].map((p) => stopChild(p.c)));
+  }
+
+  private add(): void {
+    const p = this.start();
+    this.procs.add(p);
+    void p.c.exited.then(({ code, signal }) => {
+      this.procs.delete(p);
+      if (!p.killed && !this.stopping) this.stats.problems.push(`worker ${p.pid} exited on its own (${code ?? signal}): ${tail(p.c.stderr(), 2000)}`);
+    });
+  }
+}
+
+/**
+ * When to kill whom: a few times during split, then each time processing has moved on by a random
+ * share of what is left (now and then every chunk holder at once), and the rest during assembly.
+ * Split and assembly kills come at a random moment within that phase's duration in the clean run.
+ */
+class Schedule {
+  private readonly reserve;
+  private splitKills = 0;
+  private mark: { from: number; step: number } | undefined;
+
+  constructor(
+    private readonly kills: number,
+    private readonly rng: () => number,
+    private readonly timing: Timing,
+  ) {
+    this.reserve = { split: kills >= 10 ? 3 : 1, assemble: kills >= 10 ? 2 : 1 };
+  }
+
+  next(job: JobView, fleet: Fleet, stats: Stats): { at: number; victims: Proc[] } | undefined {
+    if (job.status !== 'running') return undefined;
+    const { rng } = this;
+    const holder = fleet.live().find((p) => p.id === job.owner);
+    if (job.phase === 'split' && holder && this.splitKills < this.reserve.split && stats.kills < this.kills) {
+      this.splitKills++;
+      return { at: Date.now() + rng() * 0.6 * this.timing.split, victims: [holder] };
+    }
+    if (job.phase === 'assemble' && holder && (stats.kills < this.kills || (stats.phases.assemble ?? 0) < this.reserve.assemble)) {
+      return { at: Date.now() + rng() * 0.5 * this.timing.assemble, victims: [holder] };
+    }
+    const left = this.kills - this.reserve.assemble - stats.kills;
+    if (job.phase !== 'process' || job.total === null || left <= 0) return undefined;
+    this.mark ??= { from: job.processed, step: ((job.total - job.processed) / (left + 1)) * (0.3 + rng()) };
+    if (job.processed < this.mark.from + this.mark.step) return undefined;
+    this.mark = undefined;
+    const holders = fleet.chunkHolders();
+    const one = holders[Math.floor(rng() * holders.length)];
+    return one && { at: Date.now() + rng() * 300, victims: rng() < 0.2 ? holders : [one] };
+  }
+}
+
+/** The run under fire; the first `deliveryKills` events also kill their sender mid-attempt. */
+async function chaosRun(dataDir: string, settings: Settings, inputs: string[], o: ChaosOptions, rng: () => number, timing: Timing, log: (line: string) => void) {
+  const stats: Stats = { kills: 0, phases: {}, killsSent: 0, missedKills: 0, deliveryKills: 0, restarts: 0, events: 0, deliveries: 0, distinctIds: 0, statuses: {}, problems: [] };
+  let peek: Peek | undefined;
+  let fleet: Fleet | undefined;
+  let deliveryKillsLeft = o.deliveryKills ?? 2;
+  // The sender is waiting for this answer, so the next sender must deliver the event again.
+  const receiver = await startReceiver(async (messageId) => {
+    const pid = Number(/-(\d+)-[0-9a-f]+$/.exec(peek?.claimant(messageId) ?? '')?.[1]);
+    const sender = fleet?.live().find((p) => p.pid === pid);
+    if (deliveryKillsLeft <= 0 || !sender) return;
+    deliveryKillsLeft--;
+    stats.deliveryKills++;
+    await fleet!.kill(sender, 'during a webhook attempt');
+  });
+  try {
+    const jobs = await queue(dataDir, settings, inputs, receiver);
+    const bigId = jobs[0]!.id;
+    peek = new Peek(dataDir);
+    fleet = new Fleet(() => startWorker(dataDir, settings), o.workers ?? 2, peek, bigId, stats, log);
+    const schedule = new Schedule(o.kills, rng, timing);
+    const limitMs = 10 * timing.total + 10_000 * o.kills;
+    const until = Date.now() + limitMs;
+    let plan: { at: number; victims: Proc[] } | undefined;
+    for (let job = peek.job(bigId); job.status === 'running' || job.status === 'queued'; job = peek.job(bigId)) {
+      if (Date.now() > until) {
+        stats.problems.push(`the big job is still ${job.status} in ${job.phase} after ${Math.round(limitMs / 1000)} s`);
+        break;
+      }
+      fleet.keepUp();
+      if (plan && Date.now() >= plan.at) {
+        for (const victim of plan.victims) await fleet.kill(victim);
+        plan = undefined;
+      } else plan ??= schedule.next(job, fleet, stats);
+      await sleep(10);
+    }
+    // No more kills on jobs: the workers left finish every job and deliver every event.
+    const settled = (): boolean => {
+      const s = peek!.statuses();
+      return !s.running && !s.queued && peek!.undelivered() === 0 && peek!.events().every((id) => receiver.seen.has(id));
+    };
+    for (const end = Date.now() + 120_000; Date.now() < end && !settled(); await sleep(50)) fleet.keepUp();
+    await fleet.stop();
+    const events = peek.events();
+    Object.assign(stats, { statuses: peek.statuses(), events: events.length, deliveries: receiver.requests, distinctIds: receiver.seen.size });
+    stats.problems.push(...receiver.problems);
+    const missing = events.filter((id) => !receiver.seen.has(id));
+    const unknown = [...receiver.seen.keys()].filter((id) => !events.includes(id));
+    if (missing.length > 0) stats.problems.push(`events never delivered: ${missing.join(', ')}`);
+    if (unknown.length > 0) stats.problems.push(`deliveries with unknown webhook-ids: ${unknown.join(', ')}`);
+    if (peek.undelivered() > 0) stats.problems.push(`${peek.undelivered()} events or deliveries not successful at the end`);
+    if (stats.kills < o.kills) stats.problems.push(`only ${stats.kills} of ${o.kills} kills landed on a lease holder before the big job ended (${stats.missedKills} missed)`);
+    return { jobs, stats };
+  } finally {
+    await fleet?.stop();
+    peek?.close();
+    receiver.close();
+  }
+}
+
+/** What a run leaves behind for one job: its status and counters, result bytes and charges. */
+interface Facts { status: string; counters: string; files: { all: Buffer; found: Buffer }; keys: string[]; lines: number; deltas: string; charged: number; balance: number }
+
+/** Read by an engine in this process once every worker has exited. */
+async function collect(dataDir: string, settings: Settings, jobs: JobRef[]): Promise<Facts[]> {
+  const engine = await openEngine(loadConfig(childEnv(dataDir, settings)), silentLogger());
+  try {
+    const facts: Facts[] = [];
+    for (const { id, accountId } of jobs) {
+      const job = engine.jobService.get(id);
+      const files = { all: Buffer.alloc(0), found: Buffer.alloc(0) };
+      if (job.status === 'completed') {
+        for (const filter of ['all', 'found'] as const) files[filter] = Buffer.concat(await (await engine.jobService.openResult(id, filter)).toArray());
+      }
+      const lines = engine.deps.billing.ledger(accountId).filter((l) => l.reason === 'charge' && l.jobId === id);
+      facts.push({
+        status: job.status,
+        counters: `${job.processedRows} processed, ${job.foundRows} found, ${job.invalidRows} invalid, ${job.duplicateRows} duplicate, ${job.errorRows} error, ${job.creditsUsed} credits`,
+        files,
+        keys: engine.deps.billing.chargedKeys(accountId, id),
+        lines: lines.length,
+        deltas: lines.map((l) => l.delta).sort((a, b) => a - b).join(','),
+        charged: -lines.reduce((sum, l) => sum + l.delta, 0),
+        balance: engine.deps.billing.requireAccount(accountId).credits,
+      });
+    }
+    return facts;
+  } finally {
+    await engine.close();
+  }
+}
+
+async function compare(inputs: string[], expected: Facts[], actual: Facts[], problems: string[]) {
+  const out = { resultsIdentical: true, ledgerIdentical: true, rowsLost: 0, rowsDoubled: 0, chargesDoubled: 0 };
+  for (const [i, want] of expected.entries()) {
+    const got = actual[i]!;
+    const name = i === 0 ? 'big job' : `side job ${i}`;
+    for (const filter of ['all', 'found'] as const) {
+      if (got.files[filter].equals(want.files[filter])) continue;
+      out.resultsIdentical = false;
+      problems.push(`${name}: ${filter}.csv differs from the clean run's ${firstDifference(got.files[filter], want.files[filter])}`);
+    }
+    // Row ids (the input's first column), counted against the input itself rather than the clean
+    // run: a row missing from both runs is lost all the same.
+    const inputIds = await rowIds(fs.readFileSync(inputs[i]!));
+    for (const [run, facts] of [['clean run', want], ['run under kills', got]] as const) {
+      const { lost, doubled } = await rowCheck(inputIds, facts.files.all);
+      if (lost + doubled > 0) problems.push(`${name}, ${run}: ${lost} input rows missing from all.csv, ${doubled} there twice`);
+      if (facts === got) [out.rowsLost, out.rowsDoubled] = [out.rowsLost + lost, out.rowsDoubled + doubled];
+    }
+    out.chargesDoubled += got.charged - got.keys.length;
+    const ledger = (f: Facts) => `${f.lines} charge lines (${f.charged} credits), ${f.keys.length} keys charged, balance ${f.balance}`;
+    if (got.status !== 'completed') problems.push(`${name} ended ${got.status}`);
+    if (got.counters !== want.counters) problems.push(`${name}: counters ${got.counters}; clean run: ${want.counters}`);
+    if (ledger(got) !== ledger(want) || got.deltas !== want.deltas || got.keys.join('\n') !== want.keys.join('\n')) {
+      out.ledgerIdentical = false;
+      problems.push(`${name}: ledger ${ledger(got)}; clean run: ${ledger(want)}${got.keys.join('\n') === want.keys.join('\n') ? '' : ' (other keys)'}`);
+    }
+  }
+  if (out.chargesDoubled > 0) problems.push(`${out.chargesDoubled} credits charged beyond the keys paid for`);
+  return out;
+}
+
+async function rowCheck(inputIds: string[], all: Buffer): Promise<{ lost: number; doubled: number }> {
+  const ids = await rowIds(all);
+  const distinct = new Set(ids);
+  return { lost: inputIds.filter((id) => !distinct.has(id)).length, doubled: ids.length - distinct.size };
+}
+
+async function rowIds(csv: Buffer): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const batch of readCsvRows((async function* () { yield csv; })(), { maxLineBytes: 1 << 20 })) for (const row of batch) ids.push(row[0] ?? '');
+  return ids.slice(1);
+}
+
+function firstDifference(a: Buffer, b: Buffer): string {
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  return `from byte ${i}, line ${a.subarray(0, i).toString('utf8').split('\n').length} (${a.length} bytes against ${b.length})`;
+}
