@@ -1,4 +1,5 @@
 import { AppError, ERROR_CODES } from '../src/shared/errors.js';
+import { companyPipeline } from './company.js';
 import { genderPipeline } from './gender.js';
 import { phoneBreachesPipeline } from './phone-breaches.js';
 import type { Pipeline } from './pipeline.js';
@@ -7,6 +8,7 @@ import type { Pipeline } from './pipeline.js';
 export const PIPELINES = {
   gender: genderPipeline,
   phone_breaches: phoneBreachesPipeline,
+  company: companyPipeline,
 } as const;
 
 export type JobType = keyof typeof PIPELINES;

@@ -7,6 +7,7 @@ import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.
 import type { ApiDeps } from './api-deps.js';
 import { familyOf, httpError, ROUTE_FAMILIES, sendError } from './errors.js';
 import { authRoutes } from './routes/auth-routes.js';
+import { companyRoutes } from './routes/company-routes.js';
 import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -101,6 +102,7 @@ export async function buildApp(deps: ApiDeps, log: Logger): Promise<FastifyInsta
   await app.register(async (scope) => genderRoutes(scope, deps));
   await app.register(async (scope) => webhookRoutes(scope, deps));
   await app.register(async (scope) => phoneRoutes(scope, deps));
+  await app.register(async (scope) => companyRoutes(scope, deps));
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // A known path with the wrong method is 405, not 404 (the gender endpoint has its own words).

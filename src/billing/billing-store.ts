@@ -192,12 +192,16 @@ export class BillingStore {
   }
 
   /**
-   * One credit for one call, outside the repeat-free window: the agent endpoints' "1 credit always".
-   * False (nothing written) when the balance is 0. Must run inside the caller's transaction.
+   * A flat charge for one call, outside the repeat-free window: the agent endpoints' "1 credit
+   * always" (`amount` 1, the default), or a price the call sets, such as 1 per result returned.
+   * All or nothing: false (nothing written) when the balance cannot cover `amount`. Must run
+   * inside the caller's transaction.
    */
-  chargeCall(input: { accountId: string; kind: string; callId: string; now: number }): boolean {
-    if (this.stmts.spend.run(1, input.accountId, 1).changes === 0) return false;
-    this.stmts.insertLedger.run(chargeLedgerId(input.accountId, 'call', input.callId), input.accountId, -1, 'charge', input.kind, null, input.now);
+  chargeCall(input: { accountId: string; kind: string; callId: string; now: number; amount?: number }): boolean {
+    const amount = input.amount ?? 1;
+    if (!Number.isSafeInteger(amount) || amount < 1) throw new AppError(ERROR_CODES.internal, `a call costs a positive whole number of credits, not ${amount}`);
+    if (this.stmts.spend.run(amount, input.accountId, amount).changes === 0) return false;
+    this.stmts.insertLedger.run(chargeLedgerId(input.accountId, 'call', input.callId), input.accountId, -amount, 'charge', input.kind, null, input.now);
     return true;
   }
 

@@ -2,37 +2,52 @@ import fs from 'node:fs';
 import { normalisePhone, parseCountry } from '../../pipelines/phone-breaches.js';
 import type { Engine } from '../jobs/engine.js';
 import { readCsvRows } from '../jobs/csv-reader.js';
+import { CompanyDirectoryWriter } from '../lookups/company/company-directory-writer.js';
+import { companyHeader, companyLine, type CompanyHeader, type CompanyRecord } from '../lookups/company/company-records.js';
 import { BreachIndexWriter, type BreachRow } from '../lookups/phone/breach-index-writer.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { Db } from '../storage/sqlite/open-database.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 
-export const IMPORT_USAGE = 'sluice import breaches FILE [--default-country CC] [--json]';
+export const IMPORT_USAGE_LINES = ['sluice import breaches FILE [--default-country CC] [--json]', 'sluice import companies FILE [--json]'] as const;
+export const IMPORT_USAGE = IMPORT_USAGE_LINES.join('\n  ');
 
 const COLUMNS = ['phone', 'breach', 'breached_at'] as const;
 const MAX_BREACH_NAME = 200;
 /** Bad rows listed by number; the rest are only counted, so a broken export does not flood the terminal. */
 const LISTED_INVALID = 10;
 
-export interface ImportSummary {
+/** What every import counts. */
+interface Tally {
   rows: number;
-  /** (phone, breach) pairs new to the index. */
+  /** Entries new to the index or directory. */
   imported: number;
-  /** Valid rows whose pair the index already held, or that repeated an earlier row of the file. */
-  skipped: number;
   invalid: number;
   invalid_by_code: Record<string, number>;
   /** The first few bad rows; `row` counts the header as row 1 and skips blank lines. */
   first_invalid: { row: number; code: string }[];
 }
 
+export interface ImportSummary extends Tally {
+  /** Valid rows whose pair the index already held, or that repeated an earlier row of the file. */
+  skipped: number;
+}
+
+export interface CompanyImportSummary extends Tally {
+  /** Companies already in the directory (by domain, else by name) whose values changed. */
+  updated: number;
+  /** Companies already in the directory with exactly these values. */
+  unchanged: number;
+}
+
 /**
- * Loads a breach list into the index. The file streams through in the CSV reader's batches, each
- * written in one transaction, so memory stays flat and an interrupted import can simply be run
- * again: pairs already stored are skipped.
+ * Loads a breach list into the index, or a company list into the directory. The file streams
+ * through in the CSV reader's batches, each written in one transaction, so memory stays flat and
+ * an interrupted import can simply be run again: what is already stored is skipped or updated.
  */
 export async function importCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
   const [what, ...rest] = args;
+  if (what === 'companies') return importCompaniesCommand(engine, rest, io);
   if (what !== 'breaches') throw new AppError(ERROR_CODES.badArgument, `usage:\n  ${IMPORT_USAGE}`);
   const { values, positionals } = parseCommand(rest, { 'default-country': { type: 'string' } }, 1);
   const rawCountry = values['default-country'] as string | undefined;
@@ -40,10 +55,8 @@ export async function importCommand(engine: Engine, args: string[], io: CliIo): 
   if (rawCountry !== undefined && defaultCountry === undefined) {
     throw new AppError(ERROR_CODES.badArgument, `--default-country: unknown country "${rawCountry}"; give an ISO 3166-1 alpha-2 code such as DE or US`);
   }
-  const file = positionals[0]!;
-  if (!fs.statSync(file, { throwIfNoEntry: false })?.isFile()) throw new AppError(ERROR_CODES.badArgument, `no such file: ${file}`);
-
-  const progress = values.json ? undefined : progressLine(io.stderr);
+  const file = existingFile(positionals[0]!);
+  const progress = values.json ? undefined : progressLine(io.stderr, 'breaches');
   const summary = await importBreaches(engine.deps.db, fs.createReadStream(file), {
     maxLineBytes: engine.config.jobs.maxLineBytes,
     defaultCountry,
@@ -54,18 +67,40 @@ export async function importCommand(engine: Engine, args: string[], io: CliIo): 
     printJson(io, { file, ...summary });
     return 0;
   }
+  printText(io, summary, [`skipped    ${summary.skipped} (already in the index, or repeated in the file)`]);
+  return 0;
+}
+
+async function importCompaniesCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommand(args, {}, 1);
+  const file = existingFile(positionals[0]!);
+  const progress = values.json ? undefined : progressLine(io.stderr, 'companies');
+  const summary = await importCompanies(engine.deps.db, fs.createReadStream(file), { maxLineBytes: engine.config.jobs.maxLineBytes, onBatch: progress?.update });
+  progress?.done(summary);
+  if (values.json) {
+    printJson(io, { file, ...summary });
+    return 0;
+  }
+  printText(io, summary, [`updated    ${summary.updated}`, `unchanged  ${summary.unchanged} (already in the directory with these values)`]);
+  return 0;
+}
+
+function existingFile(file: string): string {
+  if (!fs.statSync(file, { throwIfNoEntry: false })?.isFile()) throw new AppError(ERROR_CODES.badArgument, `no such file: ${file}`);
+  return file;
+}
+
+function printText(io: CliIo, summary: Tally, lines: string[]): void {
   for (const { row, code } of summary.first_invalid) io.stderr.write(`row ${row}: ${code}\n`);
   const codes = Object.entries(summary.invalid_by_code).map(([code, n]) => `${code} ${n}`);
-  io.stdout.write(
-    [
-      `rows       ${summary.rows}`,
-      `imported   ${summary.imported}`,
-      `skipped    ${summary.skipped} (already in the index, or repeated in the file)`,
-      `invalid    ${summary.invalid}${codes.length > 0 ? ` (${codes.join(', ')})` : ''}`,
-      '',
-    ].join('\n'),
-  );
-  return 0;
+  const invalid = `invalid    ${summary.invalid}${codes.length > 0 ? ` (${codes.join(', ')})` : ''}`;
+  io.stdout.write([`rows       ${summary.rows}`, `imported   ${summary.imported}`, ...lines, invalid, ''].join('\n'));
+}
+
+function countInvalid(summary: Tally, code: string): void {
+  summary.invalid++;
+  summary.invalid_by_code[code] = (summary.invalid_by_code[code] ?? 0) + 1;
+  if (summary.first_invalid.length < LISTED_INVALID) summary.first_invalid.push({ row: summary.rows + 1, code });
 }
 
 export async function importBreaches(
@@ -75,11 +110,7 @@ export async function importBreaches(
 ): Promise<ImportSummary> {
   const writer = new BreachIndexWriter(db);
   const summary: ImportSummary = { rows: 0, imported: 0, skipped: 0, invalid: 0, invalid_by_code: {}, first_invalid: [] };
-  const invalid = (code: string) => {
-    summary.invalid++;
-    summary.invalid_by_code[code] = (summary.invalid_by_code[code] ?? 0) + 1;
-    if (summary.first_invalid.length < LISTED_INVALID) summary.first_invalid.push({ row: summary.rows + 1, code });
-  };
+  const invalid = (code: string) => countInvalid(summary, code);
   let columns: number[] | undefined;
   for await (const batch of readCsvRows(source, { maxLineBytes: options.maxLineBytes })) {
     const rows: BreachRow[] = [];
@@ -107,6 +138,44 @@ export async function importBreaches(
   return summary;
 }
 
+/**
+ * Loads a company list (`name` required; `domain`, `description`, `industry`, `employee_count`,
+ * `country`, `website` known; any other column kept as extra) into the directory. A company
+ * already there, by domain or else by name, is updated in place; one with the same values is
+ * left alone, so a re-import changes nothing.
+ */
+export async function importCompanies(
+  db: Db,
+  source: AsyncIterable<Buffer | Uint8Array>,
+  options: { maxLineBytes: number; onBatch?: ((summary: CompanyImportSummary) => void) | undefined },
+): Promise<CompanyImportSummary> {
+  const writer = new CompanyDirectoryWriter(db);
+  const summary: CompanyImportSummary = { rows: 0, imported: 0, updated: 0, unchanged: 0, invalid: 0, invalid_by_code: {}, first_invalid: [] };
+  let header: CompanyHeader | undefined;
+  for await (const batch of readCsvRows(source, { maxLineBytes: options.maxLineBytes })) {
+    const records: CompanyRecord[] = [];
+    for (const cells of batch) {
+      if (header === undefined) {
+        header = companyHeader(cells);
+        continue;
+      }
+      summary.rows++;
+      const line = companyLine(cells, header);
+      if (line.ok) records.push(line.record);
+      else countInvalid(summary, line.code);
+    }
+    if (records.length > 0) {
+      const write = writer.upsert(records);
+      summary.imported += write.inserted;
+      summary.updated += write.updated;
+      summary.unchanged += write.unchanged;
+    }
+    options.onBatch?.(summary);
+  }
+  if (header === undefined) throw new AppError(ERROR_CODES.noRows, 'the file has no rows');
+  return summary;
+}
+
 /** Where phone, breach and breached_at are; the header names them, in any order and case. */
 function headerColumns(header: string[]): number[] {
   const names = header.map((cell) => cell.trim().toLowerCase());
@@ -127,20 +196,20 @@ function isIsoDate(text: string): boolean {
 }
 
 /** A redrawn line on a terminal, a plain line every 2 seconds elsewhere (as `sluice run` does). */
-function progressLine(out: NodeJS.WriteStream, now: () => number = Date.now) {
+function progressLine(out: NodeJS.WriteStream, what: string, now: () => number = Date.now) {
   const started = now();
   let last = started;
-  const write = (s: ImportSummary) => {
+  const write = (s: Tally) => {
     const rate = Math.round(s.rows / Math.max((now() - started) / 1000, 0.001));
-    const line = `importing breaches: ${s.rows.toLocaleString('en-US')} rows, ${s.imported.toLocaleString('en-US')} new, ${s.invalid.toLocaleString('en-US')} invalid, ${rate.toLocaleString('en-US')} rows/s`;
+    const line = `importing ${what}: ${s.rows.toLocaleString('en-US')} rows, ${s.imported.toLocaleString('en-US')} new, ${s.invalid.toLocaleString('en-US')} invalid, ${rate.toLocaleString('en-US')} rows/s`;
     out.write(out.isTTY ? `\r${line}` : `${line}\n`);
     last = now();
   };
   return {
-    update(s: ImportSummary) {
+    update(s: Tally) {
       if (now() - last >= (out.isTTY ? 200 : 2000)) write(s);
     },
-    done(s: ImportSummary) {
+    done(s: Tally) {
       write(s);
       if (out.isTTY) out.write('\n');
     },

@@ -8,11 +8,20 @@ import type { EngineDeps } from './engine-deps.js';
 import { lookupBatch } from './lookup-batch.js';
 
 export type SingleLookup<R> =
-  | { ok: true; key: string; result: R; credits: 0 | 1; cached: boolean }
+  | { ok: true; key: string; result: R; credits: number; cached: boolean }
   | { ok: false; reason: 'invalid'; code: string }
   | { ok: false; reason: 'insufficient_credits' }
   | { ok: false; reason: 'unavailable' }
   | { ok: false; reason: 'failed'; code: string };
+
+/**
+ * Per call, at a price the answer sets (the company search: 1 credit per result returned).
+ * `price` gets the answer and the credits the account has free, and returns the answer to give
+ * and what it costs, or undefined when the account cannot pay for it.
+ */
+export interface PricedCall<R> {
+  price(result: R, available: number): { result: R; credits: number } | undefined;
+}
 
 /**
  * One lookup for the single endpoints, on the same billing cache and result cache as bulk jobs:
@@ -24,8 +33,11 @@ export async function singleLookup<R>(
   pipeline: Pipeline<R>,
   accountId: string,
   raw: string,
-  /** `per_call`: every call costs 1, as the agent endpoints charge; else repeats in the window are free. */
-  billing: 'repeat_free' | 'per_call' = 'repeat_free',
+  /**
+   * `per_call`: every call costs 1, as the agent endpoints charge; a PricedCall: the price the
+   * answer sets; else (`repeat_free`) repeats in the window are free.
+   */
+  billing: 'repeat_free' | 'per_call' | PricedCall<R> = 'repeat_free',
 ): Promise<SingleLookup<R>> {
   const normalised = pipeline.normalise(raw);
   if (!normalised.ok) return { ok: false, reason: 'invalid', code: normalised.code };
@@ -49,18 +61,26 @@ export async function singleLookup<R>(
   }
   const now = deps.clock.now();
   return deps.db.transaction((): SingleLookup<R> => {
-    let credits: 0 | 1;
+    let credits: number;
+    let answer = result as R;
     if (billing === 'per_call') {
       if (!deps.billing.chargeCall({ accountId, kind, callId: randomUUID(), now })) return { ok: false, reason: 'insufficient_credits' };
       credits = 1;
+    } else if (billing !== 'repeat_free') {
+      const priced = billing.price(answer, deps.billing.available(accountId));
+      if (priced === undefined) return { ok: false, reason: 'insufficient_credits' };
+      if (priced.credits > 0 && !deps.billing.chargeCall({ accountId, kind, callId: randomUUID(), now, amount: priced.credits })) {
+        return { ok: false, reason: 'insufficient_credits' };
+      }
+      ({ result: answer, credits } = priced);
     } else {
       const charge = deps.billing.chargeBatch({ accountId, kind, keys: [key], jobId: 'single', batchId: randomUUID(), now, since });
       if (charge.unpaidFrom !== undefined) return { ok: false, reason: 'insufficient_credits' };
       credits = charge.charged.has(key) ? 1 : 0;
     }
     if (cached === undefined) deps.results.put(kind, key, result, now);
-    deps.outbox.addIfSubscribed(lookupEvent(accountId, kind, key, result, credits, now), now);
-    return { ok: true, key, result: result as R, credits, cached: cached !== undefined };
+    deps.outbox.addIfSubscribed(lookupEvent(accountId, kind, key, answer, credits, now), now);
+    return { ok: true, key, result: answer, credits, cached: cached !== undefined };
   }).immediate();
 }
 

@@ -12,6 +12,7 @@ import { JobService } from '../jobs/job-service.js';
 
 export type { Engine };
 import { JobStore } from '../jobs/job-store.js';
+import { COMPANY_KIND, EmbeddedCompanyDirectory } from '../lookups/company/embedded-company-directory.js';
 import { EmbeddedGenderEngine } from '../lookups/gender/embedded-gender-engine.js';
 import { Limiters } from '../lookups/limiters.js';
 import { EmbeddedBreachIndex, PHONE_BREACHES_KIND } from '../lookups/phone/embedded-breach-index.js';
@@ -60,6 +61,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   const providers = new Map<string, LookupProvider>([
     ['gender', remote ?? new EmbeddedGenderEngine()],
     [PHONE_BREACHES_KIND, new EmbeddedBreachIndex(db)],
+    [COMPANY_KIND, new EmbeddedCompanyDirectory(db)],
   ]);
   // A request waiting in the pool's queue spends its time-out there: never let more wait than connect.
   const providerConcurrency = remote ? Math.min(config.jobs.providerConcurrency, config.providers.connections) : config.jobs.providerConcurrency;

@@ -24,6 +24,10 @@ export const ERROR_CODES = {
   // rows of a breach index import (counted and reported, never fatal)
   invalidBreach: 'invalid_breach',
   invalidDate: 'invalid_date',
+  // company lookups: a key over the length limit; rows of a company directory import
+  companyTooLong: 'company_too_long',
+  invalidDomain: 'invalid_domain',
+  invalidEmployeeCount: 'invalid_employee_count',
   // engine
   leaseLost: 'lease_lost',
   jobNotFound: 'job_not_found',

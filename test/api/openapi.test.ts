@@ -37,6 +37,8 @@ const OPERATIONS = [
   'POST /api/agent/phone-breaches',
   'POST /api/phone-jobs',
   'GET /api/phone-jobs',
+  'POST /api/agent/company',
+  'POST /api/bulk-company-search',
 ].sort();
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

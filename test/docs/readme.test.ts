@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ACCOUNTS_USAGE } from '../../src/cli/accounts-command.js';
 import { DEMO_USAGE } from '../../src/main/demo.js';
-import { IMPORT_USAGE } from '../../src/cli/import-command.js';
+import { IMPORT_USAGE_LINES } from '../../src/cli/import-command.js';
 import { JOBS_USAGE } from '../../src/cli/jobs-command.js';
 import { KEYS_USAGE } from '../../src/cli/keys-command.js';
 import { RUN_USAGE } from '../../src/cli/run-command.js';
@@ -12,7 +12,7 @@ import { WORKER_USAGE } from '../../src/cli/worker-command.js';
 import { SETTINGS } from '../../src/config/load-config.js';
 
 const README = fs.readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
-const USAGE_LINES = [SERVE_USAGE, RUN_USAGE, WORKER_USAGE, ...JOBS_USAGE, ...ACCOUNTS_USAGE, ...KEYS_USAGE, IMPORT_USAGE, DEMO_USAGE];
+const USAGE_LINES = [SERVE_USAGE, RUN_USAGE, WORKER_USAGE, ...JOBS_USAGE, ...ACCOUNTS_USAGE, ...KEYS_USAGE, ...IMPORT_USAGE_LINES, DEMO_USAGE];
 
 /** The settings table's row for one variable: the line that starts with its name in a cell. */
 function settingsRow(name: string): string | undefined {

@@ -1,0 +1,63 @@
+/** Lookup kind of company search: billing, the result cache and the provider map use it. */
+export const COMPANY_KIND = 'company';
+
+/** How the best candidate was found; the output's `company_match` column. */
+export const COMPANY_MATCHES = {
+  /** The key's domain, or a parent of it (`eu.acme.com` finds `acme.com`). */
+  domain: 'domain',
+  /** The name as written, in any case and spacing. */
+  name: 'name',
+  /** A name that differs in legal form, punctuation, spelling or by missing words. */
+  near: 'near',
+} as const;
+export type CompanyMatch = (typeof COMPANY_MATCHES)[keyof typeof COMPANY_MATCHES];
+
+/** One company of the directory, in the API's snake_case. */
+export interface CompanyProfile {
+  name: string;
+  domain: string | null;
+  description: string | null;
+  industry: string | null;
+  employee_count: number | null;
+  country: string | null;
+  website: string | null;
+  /** The directory's further columns, by lower-case header (`ticker`, `linkedin`, ...). */
+  extra: Record<string, string>;
+}
+
+/**
+ * The answer for one key: the candidates, best first (the best is the profile), and how the best
+ * was found. No candidate is an answer too, with `match` null.
+ */
+export interface CompanyResult {
+  match: CompanyMatch | null;
+  results: CompanyProfile[];
+}
+
+/** A row of the `companies` table as the lookups select it. */
+export interface CompanyRow {
+  id: number;
+  name: string;
+  domain: string | null;
+  description: string | null;
+  industry: string | null;
+  employee_count: number | null;
+  country: string | null;
+  website: string | null;
+  extra: string | null;
+}
+
+export const COMPANY_COLUMNS_SQL = 'c.id, c.name, c.domain, c.description, c.industry, c.employee_count, c.country, c.website, c.extra';
+
+export function profileOf(row: CompanyRow): CompanyProfile {
+  return {
+    name: row.name,
+    domain: row.domain,
+    description: row.description,
+    industry: row.industry,
+    employee_count: row.employee_count,
+    country: row.country,
+    website: row.website,
+    extra: row.extra === null ? {} : (JSON.parse(row.extra) as Record<string, string>),
+  };
+}

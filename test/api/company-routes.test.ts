@@ -1,0 +1,170 @@
+import { Readable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { importCompanies } from '../../src/cli/import-command.js';
+import { bearer, closeHarnesses, json, newAccount, openApiHarness, type ApiHarness } from '../support/api-harness.js';
+
+const DIRECTORY = [
+  'name,domain,description,industry,employee_count,country,website,ticker,linkedin',
+  'Acme,acme.com,Anvils,Manufacturing,1200,US,https://acme.com,ACME,https://www.linkedin.com/company/acme',
+  'Acme Labs,acmelabs.io,Research,Research,40,US,,,',
+  'Acme Widgets,acmewidgets.com,Widgets,Manufacturing,15,DE,,,',
+  'Globex Corporation,globex.com,Everything,Conglomerate,50000,US,https://globex.com,,',
+].join('\n');
+
+async function harness(): Promise<ApiHarness> {
+  const h = await openApiHarness({ SLUICE_RATE_LIMIT_PER_MINUTE: '100000' });
+  await importCompanies(h.engine.deps.db, Readable.from([Buffer.from(DIRECTORY)]), { maxLineBytes: 65_536 });
+  return h;
+}
+
+afterEach(closeHarnesses);
+
+function agent(h: ApiHarness, key: string, payload: unknown) {
+  return h.app.inject({ method: 'POST', url: '/api/agent/company', headers: bearer(key), payload: payload as object });
+}
+
+function bulk(h: ApiHarness, key: string, payload: unknown) {
+  return h.app.inject({ method: 'POST', url: '/api/bulk-company-search', headers: bearer(key), payload: payload as object });
+}
+
+const ACME_RESULT = { name: 'Acme', domain: 'acme.com', industry: 'Manufacturing', employee_count: 1200, country: 'US', website: 'https://acme.com' };
+
+describe('POST /api/agent/company', () => {
+  it('answers an exact name with the spec fields, fills profile fields from extra columns, and charges 1 per result', async () => {
+    const h = await harness();
+    const { id, key } = await newAccount(h, { credits: 10 });
+    const response = await agent(h, key, { query: '  Acme ' });
+    expect(response.statusCode, response.body).toBe(200);
+    expect(json(response)).toEqual({
+      company: 'Acme',
+      results: [ACME_RESULT],
+      profile: {
+        name: 'Acme',
+        domain: 'acme.com',
+        description: 'Anvils',
+        industry: 'Manufacturing',
+        status: null,
+        employee_count: 1200,
+        revenue: null,
+        country: 'US',
+        website: 'https://acme.com',
+        ticker: 'ACME',
+        linkedin: 'https://www.linkedin.com/company/acme',
+        officers: [],
+        shareholders: [],
+      },
+      total: 1,
+      credits: 1,
+    });
+    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(9);
+  });
+
+  it.each([
+    ['a domain in a URL', 'https://www.globex.com/about', ['Globex Corporation']],
+    ['a subdomain', 'shop.globex.com', ['Globex Corporation']],
+    ['a legal form', 'ACME, Inc.', ['Acme']],
+    ['a missing word', 'Globex', ['Globex Corporation']],
+    ['a spelling mistake', 'Globx Corporation', ['Globex Corporation']],
+    ['a prefix that several names share', 'acm', ['Acme', 'Acme Labs', 'Acme Widgets']],
+  ])('finds %s (%j), charging 1 credit per result returned', async (_what, query, names) => {
+    const h = await harness();
+    const { id, key } = await newAccount(h, { credits: 10 });
+    const body = json(await agent(h, key, { query }));
+    expect(body.results.map((r: { name: string }) => r.name)).toEqual(names);
+    expect(body).toMatchObject({ company: query, total: names.length, credits: names.length, profile: { name: names[0] } });
+    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(10 - names.length);
+    expect(h.engine.deps.billing.ledger(id).at(-1)).toMatchObject({ delta: -names.length, reason: 'charge', kind: 'company' });
+  });
+
+  it('answers no match with an empty list, a null profile and 0 credits', async () => {
+    const h = await harness();
+    const { id, key } = await newAccount(h, { credits: 10 });
+    const response = await agent(h, key, { query: 'Nonexistent Holdings' });
+    expect(response.statusCode).toBe(200);
+    expect(json(response)).toEqual({ company: 'Nonexistent Holdings', results: [], profile: null, total: 0, credits: 0 });
+    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(10);
+  });
+
+  it('gives an account as many results as it can pay for, then answers 402 and charges nothing', async () => {
+    const h = await harness();
+    const { id, key } = await newAccount(h, { credits: 2 });
+    const capped = json(await agent(h, key, { query: 'acm' }));
+    expect(capped).toMatchObject({ total: 2, credits: 2 });
+    expect(capped.results.map((r: { name: string }) => r.name)).toEqual(['Acme', 'Acme Labs']);
+    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(0);
+
+    for (const query of ['Acme', 'Nonexistent Holdings']) {
+      const broke = await agent(h, key, { query });
+      expect(broke.statusCode).toBe(402);
+      expect(json(broke)).toEqual({ error: 'Insufficient credits. Please top up your account.', code: 'insufficient_credits' });
+    }
+    expect(h.engine.deps.billing.ledger(id).filter((l) => l.reason === 'charge')).toHaveLength(1);
+  });
+
+  it('refuses a missing or overlong query with 400 (free), and a bad key with the agent body', async () => {
+    const h = await harness();
+    const { id, key } = await newAccount(h, { credits: 10 });
+    expect((await agent(h, key, {})).statusCode).toBe(400);
+    expect((await agent(h, key, { query: '   ' })).statusCode).toBe(400);
+    const long = await agent(h, key, { query: 'x'.repeat(201) });
+    expect(long.statusCode).toBe(400);
+    expect(json(long)).toMatchObject({ code: 'company_too_long' });
+    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(10);
+
+    for (const headers of [bearer('sluice_nope'), {}]) {
+      const response = await h.app.inject({ method: 'POST', url: '/api/agent/company', headers, payload: { query: 'Acme' } });
+      expect(response.statusCode).toBe(401);
+      expect(json(response)).toEqual({ c: 401, m: 'bad key' });
+    }
+  });
+});
+
+describe('POST /api/bulk-company-search', () => {
+  it('answers each query with a company or null, at 1 credit per query', async () => {
+    const h = await harness();
+    const { id, key } = await newAccount(h, { credits: 10 });
+    const response = await bulk(h, key, { queries: ['Acme', 'globex.com', 'Nonexistent Holdings', 'Acme'] });
+    expect(response.statusCode, response.body).toBe(200);
+    expect(json(response)).toEqual({
+      results: [
+        { query: 'Acme', company: { name: 'Acme', industry: 'Manufacturing', size: 1200, domain: 'acme.com', country: 'US', website: 'https://acme.com' } },
+        { query: 'globex.com', company: { name: 'Globex Corporation', industry: 'Conglomerate', size: 50000, domain: 'globex.com', country: 'US', website: 'https://globex.com' } },
+        { query: 'Nonexistent Holdings', company: null },
+        { query: 'Acme', company: { name: 'Acme', industry: 'Manufacturing', size: 1200, domain: 'acme.com', country: 'US', website: 'https://acme.com' } },
+      ],
+      credits_used: 4,
+    });
+    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(6);
+  });
+
+  it('takes 100 queries and refuses 101, an empty list or a blank query with 422, charging nothing', async () => {
+    const h = await harness();
+    const { id, key } = await newAccount(h, { credits: 1000 });
+    for (const queries of [Array(101).fill('Acme'), [], ['Acme', '  '], ['Acme', 7], 'Acme']) {
+      const response = await bulk(h, key, { queries });
+      expect(response.statusCode, JSON.stringify(queries).slice(0, 40)).toBe(422);
+      expect(json(response).error).toMatch(/^Invalid request/);
+    }
+    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(1000);
+    const full = await bulk(h, key, { queries: Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? 'Acme' : `Company ${i}`)) });
+    expect(full.statusCode).toBe(200);
+    expect(json(full)).toMatchObject({ credits_used: 100 });
+    expect(json(full).results).toHaveLength(100);
+    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(900);
+  });
+
+  it('is all or nothing: 402 when the balance cannot cover every query; 401 in the standard shape', async () => {
+    const h = await harness();
+    const { id, key } = await newAccount(h, { credits: 2 });
+    const response = await bulk(h, key, { queries: ['Acme', 'Globex', 'Initech'] });
+    expect(response.statusCode).toBe(402);
+    expect(json(response)).toMatchObject({ code: 'insufficient_credits' });
+    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(2);
+    expect((await bulk(h, key, { queries: ['Acme', 'Globex'] })).statusCode).toBe(200);
+    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(0);
+
+    const anonymous = await h.app.inject({ method: 'POST', url: '/api/bulk-company-search', payload: { queries: ['Acme'] } });
+    expect(anonymous.statusCode).toBe(401);
+    expect(json(anonymous)).toEqual({ error: 'Unauthorized' });
+  });
+});
