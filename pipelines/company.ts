@@ -29,6 +29,7 @@ export const companyPipeline: Pipeline<CompanyResult> = {
   type: 'company',
   lookupKind: COMPANY_KIND,
   keyHeader: 'company',
+  headerless: false,
   normalise: normaliseCompany,
   // All prefixed `company_`: the input's key column is `company` by default, and input files of
   // companies often have their own `domain`, `country` or `website` columns; two columns of one

@@ -37,6 +37,7 @@ export const genderPipeline: Pipeline<GenderResult> = {
   type: 'gender',
   lookupKind: 'gender',
   keyHeader: 'email',
+  headerless: true,
   normalise(raw: string): NormaliseResult {
     const address = raw.trim();
     if (address === '') return { ok: false, code: ERROR_CODES.emptyValue, message: 'the email cell is empty' };

@@ -66,6 +66,7 @@ export const phoneBreachesPipeline: Pipeline<PhoneBreachResult> = {
   type: 'phone_breaches',
   lookupKind: 'phone_breaches',
   keyHeader: 'phone',
+  headerless: true,
   normalise: normalisePhone,
   // `phone_e164`, not the spec's `phone`: the input's own key column is `phone` by default, and two
   // columns of one name would make the header ambiguous for every reader of the file.

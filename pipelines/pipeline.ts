@@ -11,6 +11,11 @@ export interface Pipeline<R = unknown> {
   /** Header (compared without case) that holds the key when the caller names no column. */
   readonly keyHeader: string;
   /**
+   * Whether a file may come without a header row, its first column being the key. Only where a
+   * header cell can never pass as a key: any text is a company name, so a header would be charged.
+   */
+  readonly headerless: boolean;
+  /**
    * Trims and validates one raw cell. The key is what billing and dedupe compare. `options` comes
    * from the job, so that every row of one job is read by the same rule.
    */

@@ -30,7 +30,7 @@ const BULK_UPLOAD_BODY = {
         properties: {
           type: { type: 'string', enum: Object.keys(PIPELINES) },
           download_link: { type: 'string', enum: ['true', 'false'] },
-          column: { type: 'string', description: 'Header of the key column; default: the pipeline\'s own (email, phone)' },
+          column: { type: 'string', description: 'Header of the key column; default: the pipeline\'s own (email, phone, company)' },
           default_country: {
             type: 'string',
             pattern: '^[A-Za-z]{2}$',

@@ -12,7 +12,7 @@ import { formatJob } from './format-job.js';
 import { ensureLocalAccount } from './local-account.js';
 import { progressReporter } from './progress.js';
 
-export const RUN_USAGE = 'sluice run FILE [--type gender|phone_breaches] [--account ID] [--column NAME] [--default-country CC] [--out DIR] [--json]';
+export const RUN_USAGE = 'sluice run FILE [--type gender|phone_breaches|company] [--account ID] [--column NAME] [--default-country CC] [--out DIR] [--json]';
 
 export interface RunResult {
   summary: JobSummary;

@@ -98,12 +98,14 @@ export function findKeyColumn(firstRow: string[], pipeline: Pipeline, column: st
   if (column !== undefined) {
     throw new AppError(ERROR_CODES.columnNotFound, `no column named "${column}" in the header row`, { details: { column } });
   }
-  if (pipeline.normalise(firstRow[0] ?? '', options).ok) {
+  if (pipeline.headerless && pipeline.normalise(firstRow[0] ?? '', options).ok) {
     const header = firstRow.map((_, i) => (i === 0 ? pipeline.keyHeader : `column_${i + 1}`));
     return { header, index: 0, firstRowIsData: true };
   }
   throw new AppError(
     ERROR_CODES.noKeyColumn,
-    `no "${pipeline.keyHeader}" column in the header row, and the first column holds no ${pipeline.keyHeader}`,
+    pipeline.headerless
+      ? `no "${pipeline.keyHeader}" column in the header row, and the first column holds no ${pipeline.keyHeader}`
+      : `no "${pipeline.keyHeader}" column in the header row; name the key column with --column (column= in the API)`,
   );
 }

@@ -160,14 +160,15 @@ describe('a company job', () => {
 });
 
 describe('a company file whose key column is not headed company', () => {
-  it('reads as a file without a header row, unless --column names the column', async () => {
+  it('fails with no_key_column and charges nothing, unless --column names the column', async () => {
     const e = await engine();
     await importCompanies(e.deps.db, fs.createReadStream(writeFile(e.dataDir, 'd.csv', DIRECTORY)), { maxLineBytes: 65_536 });
     const input = writeFile(e.dataDir, 'in.csv', 'Company Name,Country\nGlobex,US\n');
     const account = e.deps.billing.createAccount({ credits: 10, now: Date.now() });
 
     const guessed = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
-    expect(guessed.summary.rows).toMatchObject({ total: 2 });
+    expect(guessed.summary).toMatchObject({ status: 'failed', reason: 'no_key_column', credits_used: 0 });
+    expect(e.deps.billing.requireAccount(account.id).credits).toBe(10);
     const named = await runJob(e, { file: input, type: 'company', accountId: account.id, column: 'company name', outDir: path.join(e.dataDir, 'b') });
     expect(named.summary).toMatchObject({ status: 'completed', rows: { total: 1, found: 1 } });
     expect((await resultRecords(fs.readFileSync(named.files.all!)))[0]).toMatchObject({ 'Company Name': 'Globex', company_name: 'Globex Corporation', company_match: 'near' });
