@@ -24,6 +24,7 @@ import { JOB_STATUSES, TERMINAL_STATUSES, type JobStatus } from '../src/jobs/job
 import { Worker } from '../src/jobs/worker.js';
 import { openEngine, type Engine } from '../src/main/open-engine.js';
 import { createLogger } from '../src/shared/logger.js';
+import { InFlightRecorder, type InFlightTimeline } from './remote-timeline.js';
 
 export interface EngineStaged {
   event: 'staged';
@@ -78,7 +79,22 @@ export interface EngineResult {
   startHrtimeUs: number;
   endHrtimeUs: number;
   counters: { processed: number; found: number; invalid: number; duplicate: number; error: number; creditsUsed: number };
-  settings: { chunkRows: number; batchRows: number; workerConcurrency: number; concurrency: number; leaseSeconds: number; synchronous: string };
+  settings: {
+    chunkRows: number;
+    batchRows: number;
+    workerConcurrency: number;
+    concurrency: number;
+    leaseSeconds: number;
+    synchronous: string;
+    /** Whether gender lookups went to SLUICE_GENDER_PROVIDER_URL rather than the embedded engine. */
+    remoteProvider: boolean;
+    providerMaxBatch: number;
+    providerConnections: number;
+    accountConcurrency: number;
+    providerConcurrency: number;
+  };
+  /** With a remote provider: the engine's provider calls in flight over time (each call is one request, retries aside). */
+  lookups?: InFlightTimeline;
   results?: { allBytes: number; foundBytes: number; allSha256: string; foundSha256: string };
 }
 
@@ -112,6 +128,27 @@ class TimedWorker extends Worker {
   }
 }
 
+/**
+ * Counts the gender provider's calls in flight, as the engine sees them: a call holds a limiter
+ * slot from before its request is written until after its answer is parsed, so this against the
+ * simulator's own count shows how much of the round trip the client side adds.
+ */
+function countInFlight(deps: Engine['deps'], full: number): InFlightRecorder {
+  const recorder = new InFlightRecorder(full);
+  const provider = deps.providers.get('gender');
+  if (!provider) throw new Error('no gender provider');
+  const lookup = provider.lookup.bind(provider);
+  provider.lookup = async (keys, signal) => {
+    recorder.inFlight++;
+    try {
+      return await lookup(keys, signal);
+    } finally {
+      recorder.inFlight--;
+    }
+  };
+  return recorder;
+}
+
 async function run(engine: Engine, jobId: string, concurrency: number, verify: boolean): Promise<EngineResult> {
   const { deps, config } = engine;
   const phaseOf = deps.db.prepare('SELECT status, phase, processed_rows AS processed, total_rows AS total FROM jobs WHERE id = ?');
@@ -131,6 +168,7 @@ async function run(engine: Engine, jobId: string, concurrency: number, verify: b
     completeChunk(id, chunkIndex, lease, now);
     if (id === jobId) chunksDone.push({ atMs: Math.round(performance.now() - t0), rows: jobs.chunk(id, chunkIndex)?.rowCount ?? 0 });
   };
+  const lookups = config.providers.gender.url === undefined ? undefined : countInFlight(deps, config.providers.connections);
   const delay = monitorEventLoopDelay({ resolution: 10 });
   let peak: MemoryPeak = { rss: 0, heapUsed: 0, heapTotal: 0, external: 0, arrayBuffers: 0, phase: '', atMs: 0 };
 
@@ -199,8 +237,17 @@ async function run(engine: Engine, jobId: string, concurrency: number, verify: b
       concurrency,
       leaseSeconds: config.jobs.leaseSeconds,
       synchronous: config.sqlite.synchronous,
+      remoteProvider: config.providers.gender.url !== undefined,
+      providerMaxBatch: config.providers.maxBatch,
+      providerConnections: config.providers.connections,
+      accountConcurrency: config.jobs.accountConcurrency,
+      providerConcurrency: config.jobs.providerConcurrency,
     },
   };
+  if (lookups) {
+    lookups.advance();
+    result.lookups = lookups.timeline;
+  }
   if (verify && job.status === JOB_STATUSES.completed) {
     // Outside the clock: the results really are in the object store, and their digests let the
     // harness compare a resumed job with an uninterrupted one.
