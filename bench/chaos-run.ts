@@ -7,19 +7,17 @@
  * share one webhook-id. `npm run chaos` (bench/chaos.ts) and test/reliability/chaos.test.ts run it.
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Database from 'better-sqlite3';
 import { generateGenderCsv } from '../fixtures/generate-gender-csv.js';
 import { loadConfig } from '../src/config/load-config.js';
-import { readCsvRows } from '../src/jobs/csv-reader.js';
 import { openEngine } from '../src/main/open-engine.js';
 import { silentLogger } from '../src/shared/logger.js';
-import { verifySignatures } from '../src/webhooks/sign.js';
 import { WEBHOOK_KINDS } from '../src/webhooks/webhook-store.js';
+import { collect, compare } from './chaos-verify.js';
+import { Peek, startReceiver, type Receiver } from './chaos-watch.js';
 import { killAll, startNode, stopChild, tail, type Child } from './children.js';
 
 const HERE = import.meta.dirname;
@@ -131,75 +129,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const clean = await cleanRun(cleanDir, settings, inputs, o.workers ?? 2);
     const cleanMs = performance.now() - t0;
     log(`clean run: ${(cleanMs / 1000).toFixed(1)} s (split ${clean.timing.split} ms, assemble ${clean.timing.assemble} ms)`);
-    const expected = await collect(cleanDir, settings, clean.jobs);
+    const expected = await collect(childEnv(cleanDir, settings), clean.jobs);
     const t1 = performance.now();
     const chaos = await chaosRun(path.join(work, 'chaos'), settings, inputs, o, rng, clean.timing, log);
     const chaosMs = performance.now() - t1;
-    const actual = await collect(path.join(work, 'chaos'), settings, chaos.jobs);
+    const actual = await collect(childEnv(path.join(work, 'chaos'), settings), chaos.jobs);
     return { seed: o.seed, rows: o.rows, chunkRows: Number(settings.SLUICE_CHUNK_ROWS), batchRows: Number(settings.SLUICE_BATCH_ROWS), cleanMs, chaosMs, ...chaos.stats, ...(await compare(inputs, expected, actual, chaos.stats.problems)) };
   } finally {
     await killAll();
     fs.rmSync(work, { recursive: true, force: true });
-  }
-}
-
-/** A plain-http receiver on loopback: counts requests and webhook-ids, checks both signatures. */
-interface Receiver { url: string; secrets: Map<string, string>; requests: number; seen: Map<string, number>; problems: string[]; close(): void }
-
-/** `onFirst` runs before the answer to the first request of each webhook-id. */
-async function startReceiver(onFirst: (id: string) => Promise<void>): Promise<Receiver> {
-  const server = http.createServer(async (req, res) => {
-    const parts: Buffer[] = [];
-    for await (const part of req) parts.push(part as Buffer);
-    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]));
-    const id = headers['webhook-id'] ?? '';
-    const secret = r.secrets.get(req.url ?? '');
-    const bad = secret === undefined ? ['no webhook at this path'] : verifySignatures(Buffer.concat(parts), headers, secret, Date.now());
-    if (bad.length > 0) r.problems.push(`delivery ${id} to ${req.url}: ${bad.join('; ')}`);
-    r.requests++;
-    r.seen.set(id, (r.seen.get(id) ?? 0) + 1);
-    if (r.seen.get(id) === 1) await onFirst(id);
-    res.on('error', () => undefined).writeHead(200).end('ok');
-  });
-  const r: Receiver = { url: '', secrets: new Map(), requests: 0, seen: new Map(), problems: [], close: () => void server.close().closeAllConnections() };
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  r.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  return r;
-}
-
-/** Read-only looks at a data dir's SQLite file while worker processes write it. */
-class Peek {
-  private readonly db: Database.Database;
-  constructor(dataDir: string) {
-    this.db = new Database(path.join(dataDir, 'sluice.db'), { fileMustExist: true });
-    this.db.pragma('busy_timeout = 5000');
-  }
-  job(id: string): { status: string; phase: string; processed: number; total: number | null; owner: string | null } {
-    return this.db.prepare('SELECT status, phase, processed_rows AS processed, total_rows AS total, lease_owner AS owner FROM jobs WHERE id = ?').get(id) as never;
-  }
-  /** What a worker holds now: 'phase' (split or assemble of some job) or 'chunk', once per lease. */
-  held(workerId: string): string[] {
-    const now = Date.now();
-    const phases = this.db.prepare('SELECT phase FROM jobs WHERE lease_owner = ? AND lease_expires_at > ?').all(workerId, now) as { phase: string }[];
-    const chunks = this.db.prepare('SELECT COUNT(*) AS n FROM job_chunks WHERE lease_owner = ? AND lease_expires_at > ?').get(workerId, now) as { n: number };
-    return [...phases.map((p) => p.phase), ...Array<string>(chunks.n).fill('chunk')];
-  }
-  claimant(messageId: string): string | undefined {
-    return (this.db.prepare("SELECT claimed_by AS c FROM webhook_deliveries WHERE message_id = ? AND status = 'pending'").get(messageId) as { c: string | null } | undefined)?.c ?? undefined;
-  }
-  statuses(): Record<string, number> {
-    const rows = this.db.prepare('SELECT status, COUNT(*) AS n FROM jobs GROUP BY status').all() as { status: string; n: number }[];
-    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
-  }
-  events(): string[] {
-    return (this.db.prepare('SELECT id FROM outbox ORDER BY created_at').all() as { id: string }[]).map((r) => r.id);
-  }
-  /** Events not yet relayed, plus deliveries not yet successful. */
-  undelivered(): number {
-    return (this.db.prepare("SELECT (SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL) + (SELECT COUNT(*) FROM webhook_deliveries WHERE status <> 'success') AS n").get() as { n: number }).n;
-  }
-  close(): void {
-    this.db.close();
   }
 }
 
@@ -426,85 +364,4 @@ async function chaosRun(dataDir: string, settings: Settings, inputs: string[], o
     peek?.close();
     receiver.close();
   }
-}
-
-/** What a run leaves behind for one job: its status and counters, result bytes and charges. */
-interface Facts { status: string; counters: string; files: { all: Buffer; found: Buffer }; keys: string[]; lines: number; deltas: string; charged: number; balance: number }
-
-/** Read by an engine in this process once every worker has exited. */
-async function collect(dataDir: string, settings: Settings, jobs: JobRef[]): Promise<Facts[]> {
-  const engine = await openEngine(loadConfig(childEnv(dataDir, settings)), silentLogger());
-  try {
-    const facts: Facts[] = [];
-    for (const { id, accountId } of jobs) {
-      const job = engine.jobService.get(id);
-      const files = { all: Buffer.alloc(0), found: Buffer.alloc(0) };
-      if (job.status === 'completed') {
-        for (const filter of ['all', 'found'] as const) files[filter] = Buffer.concat(await (await engine.jobService.openResult(id, filter)).toArray());
-      }
-      const lines = engine.deps.billing.ledger(accountId).filter((l) => l.reason === 'charge' && l.jobId === id);
-      facts.push({
-        status: job.status,
-        counters: `${job.processedRows} processed, ${job.foundRows} found, ${job.invalidRows} invalid, ${job.duplicateRows} duplicate, ${job.errorRows} error, ${job.creditsUsed} credits`,
-        files,
-        keys: engine.deps.billing.chargedKeys(accountId, id),
-        lines: lines.length,
-        deltas: lines.map((l) => l.delta).sort((a, b) => a - b).join(','),
-        charged: -lines.reduce((sum, l) => sum + l.delta, 0),
-        balance: engine.deps.billing.requireAccount(accountId).credits,
-      });
-    }
-    return facts;
-  } finally {
-    await engine.close();
-  }
-}
-
-async function compare(inputs: string[], expected: Facts[], actual: Facts[], problems: string[]) {
-  const out = { resultsIdentical: true, ledgerIdentical: true, rowsLost: 0, rowsDoubled: 0, chargesDoubled: 0 };
-  for (const [i, want] of expected.entries()) {
-    const got = actual[i]!;
-    const name = i === 0 ? 'big job' : `side job ${i}`;
-    for (const filter of ['all', 'found'] as const) {
-      if (got.files[filter].equals(want.files[filter])) continue;
-      out.resultsIdentical = false;
-      problems.push(`${name}: ${filter}.csv differs from the clean run's ${firstDifference(got.files[filter], want.files[filter])}`);
-    }
-    // Row ids (the input's first column), counted against the input itself rather than the clean
-    // run: a row missing from both runs is lost all the same.
-    const inputIds = await rowIds(fs.readFileSync(inputs[i]!));
-    for (const [run, facts] of [['clean run', want], ['run under kills', got]] as const) {
-      const { lost, doubled } = await rowCheck(inputIds, facts.files.all);
-      if (lost + doubled > 0) problems.push(`${name}, ${run}: ${lost} input rows missing from all.csv, ${doubled} there twice`);
-      if (facts === got) [out.rowsLost, out.rowsDoubled] = [out.rowsLost + lost, out.rowsDoubled + doubled];
-    }
-    out.chargesDoubled += got.charged - got.keys.length;
-    const ledger = (f: Facts) => `${f.lines} charge lines (${f.charged} credits), ${f.keys.length} keys charged, balance ${f.balance}`;
-    if (got.status !== 'completed') problems.push(`${name} ended ${got.status}`);
-    if (got.counters !== want.counters) problems.push(`${name}: counters ${got.counters}; clean run: ${want.counters}`);
-    if (ledger(got) !== ledger(want) || got.deltas !== want.deltas || got.keys.join('\n') !== want.keys.join('\n')) {
-      out.ledgerIdentical = false;
-      problems.push(`${name}: ledger ${ledger(got)}; clean run: ${ledger(want)}${got.keys.join('\n') === want.keys.join('\n') ? '' : ' (other keys)'}`);
-    }
-  }
-  if (out.chargesDoubled > 0) problems.push(`${out.chargesDoubled} credits charged beyond the keys paid for`);
-  return out;
-}
-
-async function rowCheck(inputIds: string[], all: Buffer): Promise<{ lost: number; doubled: number }> {
-  const ids = await rowIds(all);
-  const distinct = new Set(ids);
-  return { lost: inputIds.filter((id) => !distinct.has(id)).length, doubled: ids.length - distinct.size };
-}
-
-async function rowIds(csv: Buffer): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const batch of readCsvRows((async function* () { yield csv; })(), { maxLineBytes: 1 << 20 })) for (const row of batch) ids.push(row[0] ?? '');
-  return ids.slice(1);
-}
-
-function firstDifference(a: Buffer, b: Buffer): string {
-  let i = 0;
-  while (i < a.length && a[i] === b[i]) i++;
-  return `from byte ${i}, line ${a.subarray(0, i).toString('utf8').split('\n').length} (${a.length} bytes against ${b.length})`;
 }
