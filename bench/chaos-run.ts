@@ -19,6 +19,7 @@ import { WEBHOOK_KINDS } from '../src/webhooks/webhook-store.js';
 import { collect, compare } from './chaos-verify.js';
 import { Peek, startReceiver, type Receiver } from './chaos-watch.js';
 import { killAll, startNode, stopChild, tail, type Child } from './children.js';
+import { seededRandom } from '../src/shared/seeded-random.js';
 
 const HERE = import.meta.dirname;
 /** dist/bench under `npm run chaos`, bench/ when vitest runs the source. */
@@ -97,23 +98,13 @@ function childEnv(dataDir: string, settings: Settings): NodeJS.ProcessEnv {
   return { ...base, ...settings, SLUICE_DATA_DIR: dataDir, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
 }
 
-/** mulberry32, so that a seed names one schedule (as far as timing lets it). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const began = performance.now();
   const log = (line: string): void => o.log?.(`${((performance.now() - began) / 1000).toFixed(1).padStart(6)} s  ${line}`);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-chaos-'));
   const settings = chaosSettings(o.rows, o.chunks ?? 50);
-  const rng = seeded(o.seed);
+  const rng = seededRandom(o.seed);
   try {
     const inputs = [path.join(work, 'big.csv'), ...Array.from({ length: o.sideJobs ?? 3 }, (_, i) => path.join(work, `side-${i + 1}.csv`))];
     for (const [i, file] of inputs.entries()) {

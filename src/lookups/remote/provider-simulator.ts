@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EmbeddedGenderEngine } from '../gender/embedded-gender-engine.js';
 import type { LookupProvider } from '../lookup-provider.js';
+import { seededRandom } from '../../shared/seeded-random.js';
 
 export interface SimulatorOptions {
   /** Fixed delay before every answer. */
@@ -56,7 +57,7 @@ const MAX_BODY_BYTES = 16 * 1024 * 1024;
  */
 export async function startProviderSimulator(options: Partial<SimulatorOptions> = {}): Promise<ProviderSimulator> {
   let current: SimulatorOptions = { ...DEFAULTS, ...options };
-  let random = mulberry32(current.seed);
+  let random = seededRandom(current.seed);
   const engines = new Map<string, LookupProvider>([['gender', new EmbeddedGenderEngine()]]);
   const stats: SimulatorStats = { requests: 0, connections: 0, keys: 0, inFlight: 0, maxInFlight: 0, byStatus: {} };
   const timers = new Set<NodeJS.Timeout>();
@@ -104,7 +105,7 @@ export async function startProviderSimulator(options: Partial<SimulatorOptions> 
     stats,
     set(next) {
       current = { ...current, ...next };
-      if (next.seed !== undefined) random = mulberry32(next.seed);
+      if (next.seed !== undefined) random = seededRandom(next.seed);
     },
     async close() {
       for (const timer of timers) clearTimeout(timer);
@@ -140,14 +141,3 @@ function parseKeys(raw: string): string[] | undefined {
   }
 }
 
-/** A small seeded PRNG, so that a given errorRate fails the same requests on every run. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
