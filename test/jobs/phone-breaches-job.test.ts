@@ -8,19 +8,15 @@ import type { CliIo } from '../../src/cli/cli-io.js';
 import { isAppError } from '../../src/shared/errors.js';
 import { bearer, closeHarnesses, json, multipart, newAccount, openApiHarness, runUntilDone } from '../support/api-harness.js';
 import { resultRecords } from '../support/csv-fixture.js';
-import { openTestEngine, writeFile, type TestEngine } from '../support/test-engine.js';
+import { engineScope, writeFile, type TestEngine } from '../support/test-engine.js';
 
-const open: TestEngine[] = [];
+const engines = engineScope();
 afterEach(async () => {
-  await Promise.all(open.splice(0).map((e) => e.close()));
+  await engines.closeAll();
   await closeHarnesses();
 });
 
-async function engine(): Promise<TestEngine> {
-  const e = await openTestEngine();
-  open.push(e);
-  return e;
-}
+const engine = (): Promise<TestEngine> => engines.open();
 
 const BREACHES = [
   'phone,breach,breached_at',

@@ -39,3 +39,21 @@ export function writeFile(dir: string, name: string, content: string | Buffer): 
   fs.writeFileSync(file, content);
   return file;
 }
+
+/**
+ * The engines one test file opens: `const engines = engineScope(); afterEach(() => engines.closeAll());`
+ * then `await engines.open(env)` in each test.
+ */
+export function engineScope() {
+  const open: TestEngine[] = [];
+  return {
+    async open(env: Record<string, string> = {}): Promise<TestEngine> {
+      const engine = await openTestEngine(env);
+      open.push(engine);
+      return engine;
+    },
+    async closeAll(): Promise<void> {
+      await Promise.all(open.splice(0).map((e) => e.close()));
+    },
+  };
+}

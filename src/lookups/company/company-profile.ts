@@ -34,18 +34,8 @@ export interface CompanyResult {
   results: CompanyProfile[];
 }
 
-/** A row of the `companies` table as the lookups select it. */
-export interface CompanyRow {
-  id: number;
-  name: string;
-  domain: string | null;
-  description: string | null;
-  industry: string | null;
-  employee_count: number | null;
-  country: string | null;
-  website: string | null;
-  extra: string | null;
-}
+/** A row of the `companies` table as the lookups select it: a profile with its id, `extra` as JSON text. */
+export type CompanyRow = Omit<CompanyProfile, 'extra'> & { id: number; extra: string | null };
 
 export const COMPANY_COLUMNS_SQL = 'c.id, c.name, c.domain, c.description, c.industry, c.employee_count, c.country, c.website, c.extra';
 
