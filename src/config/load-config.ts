@@ -19,9 +19,25 @@ export interface Config {
   readonly providers: ProviderConfig;
 }
 
-/** Where each lookup is answered: unset URLs mean the embedded engine. */
-export interface ProviderConfig {
-  readonly gender: { readonly url: string | undefined; readonly auth: string | undefined };
+/**
+ * The lookup kinds a remote service can answer, by the kind names the lookups use (config may not
+ * import the lookups; open-engine checks at compile time that its engines cover exactly these).
+ */
+export const REMOTE_CAPABLE_KINDS = ['gender', 'phone_breaches', 'company'] as const;
+export type RemoteCapableKind = (typeof REMOTE_CAPABLE_KINDS)[number];
+
+/** One lookup's remote service; an unset URL means its embedded engine. */
+export interface RemoteService {
+  readonly url: string | undefined;
+  /** The whole Authorization header value. */
+  readonly auth: string | undefined;
+}
+
+/**
+ * Where each lookup is answered: `providers.gender`, `providers.phone_breaches` and
+ * `providers.company`, one per kind; the limits below are shared by every remote service.
+ */
+export interface ProviderConfig extends Readonly<Record<RemoteCapableKind, RemoteService>> {
   readonly timeoutMs: number;
   readonly connections: number;
   readonly maxBatch: number;
@@ -109,6 +125,10 @@ export const SETTINGS = {
   serveWorker: bool('SLUICE_SERVE_WORKER', true, 'Whether `sluice serve` also runs job workers in its own process.'),
   genderProviderUrl: optionalUrl('SLUICE_GENDER_PROVIDER_URL', 'Remote gender lookup service (see "Remote lookup providers"). Unset: the embedded engine.'),
   genderProviderAuth: optionalText('SLUICE_GENDER_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote gender service, e.g. `Bearer ...`.'),
+  phoneProviderUrl: optionalUrl('SLUICE_PHONE_PROVIDER_URL', 'Remote phone-breach lookup service (see "Remote lookup providers"). Unset: the embedded breach index.'),
+  phoneProviderAuth: optionalText('SLUICE_PHONE_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote phone-breach service, e.g. `Bearer ...`.'),
+  companyProviderUrl: optionalUrl('SLUICE_COMPANY_PROVIDER_URL', 'Remote company lookup service (see "Remote lookup providers"). Unset: the embedded company directory.'),
+  companyProviderAuth: optionalText('SLUICE_COMPANY_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote company service, e.g. `Bearer ...`.'),
   providerTimeoutMs: int('SLUICE_PROVIDER_TIMEOUT_MS', 10_000, 100, 600_000, 'Time allowed for one request to a remote lookup service.'),
   providerMaxBatch: int('SLUICE_PROVIDER_MAX_BATCH', 100, 1, 10_000, 'Keys per request to a remote lookup service (1 for a service that takes one key at a time).'),
   providerConnections: int('SLUICE_PROVIDER_CONNECTIONS', 64, 1, 10_000, 'Keep-alive connections per remote lookup service and process; also its requests in flight.'),
@@ -164,6 +184,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     providers: {
       gender: { url: read(s.genderProviderUrl), auth: read(s.genderProviderAuth) },
+      phone_breaches: { url: read(s.phoneProviderUrl), auth: read(s.phoneProviderAuth) },
+      company: { url: read(s.companyProviderUrl), auth: read(s.companyProviderAuth) },
       timeoutMs: read(s.providerTimeoutMs),
       connections: read(s.providerConnections),
       maxBatch: read(s.providerMaxBatch),

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { KeyStore } from '../auth/key-store.js';
 import { SessionStore } from '../auth/session-store.js';
 import { BillingStore } from '../billing/billing-store.js';
-import type { Config } from '../config/load-config.js';
+import { REMOTE_CAPABLE_KINDS, type Config, type RemoteCapableKind } from '../config/load-config.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { Engine } from '../jobs/engine.js';
 import { JobService } from '../jobs/job-service.js';
@@ -48,23 +48,9 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   fs.mkdirSync(config.dataDir, { recursive: true });
   const db = openDatabase(path.join(config.dataDir, 'sluice.db'), config.sqlite);
   const { objects, close: closeObjects } = await openObjectStore(config, log);
-  const remote = config.providers.gender.url
-    ? new RemoteLookupProvider({
-        kind: 'gender',
-        baseUrl: config.providers.gender.url,
-        ...(config.providers.gender.auth ? { authHeader: config.providers.gender.auth } : {}),
-        timeoutMs: config.providers.timeoutMs,
-        connections: config.providers.connections,
-        maxBatch: config.providers.maxBatch,
-      })
-    : undefined;
-  const providers = new Map<string, LookupProvider>([
-    ['gender', remote ?? new EmbeddedGenderEngine()],
-    [PHONE_BREACHES_KIND, new EmbeddedBreachIndex(db)],
-    [COMPANY_KIND, new EmbeddedCompanyDirectory(db)],
-  ]);
-  // A request waiting in the pool's queue spends its time-out there: never let more wait than connect.
-  const providerConcurrency = remote ? Math.min(config.jobs.providerConcurrency, config.providers.connections) : config.jobs.providerConcurrency;
+  const { providers, remotes } = openProviders(config, db);
+  // A request waiting in a pool's queue spends its time-out there: never let more wait than connect.
+  const providerConcurrency = remotes.length > 0 ? Math.min(config.jobs.providerConcurrency, config.providers.connections) : config.jobs.providerConcurrency;
   const deps: EngineDeps = {
     db,
     jobs: new JobStore(db),
@@ -94,11 +80,43 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     webhooks,
     async close() {
       await webhooks.client.close();
-      await remote?.close();
+      await Promise.all(remotes.map((remote) => remote.close()));
       await closeObjects();
       db.close();
     },
   };
+}
+
+/**
+ * Each lookup's provider by kind: a RemoteLookupProvider where the kind's URL is set, else its
+ * embedded engine. `satisfies` keeps this list and the kinds config knows the same.
+ */
+function openProviders(config: Config, db: EngineDeps['db']): { providers: Map<string, LookupProvider>; remotes: RemoteLookupProvider[] } {
+  const embedded = {
+    gender: () => new EmbeddedGenderEngine(),
+    [PHONE_BREACHES_KIND]: () => new EmbeddedBreachIndex(db),
+    [COMPANY_KIND]: () => new EmbeddedCompanyDirectory(db),
+  } satisfies Record<RemoteCapableKind, () => LookupProvider>;
+  const providers = new Map<string, LookupProvider>();
+  const remotes: RemoteLookupProvider[] = [];
+  for (const kind of REMOTE_CAPABLE_KINDS) {
+    const { url, auth } = config.providers[kind];
+    if (url === undefined) {
+      providers.set(kind, embedded[kind]());
+      continue;
+    }
+    const remote = new RemoteLookupProvider({
+      kind,
+      baseUrl: url,
+      ...(auth ? { authHeader: auth } : {}),
+      timeoutMs: config.providers.timeoutMs,
+      connections: config.providers.connections,
+      maxBatch: config.providers.maxBatch,
+    });
+    remotes.push(remote);
+    providers.set(kind, remote);
+  }
+  return { providers, remotes };
 }
 
 function openWebhooks(config: Config, db: EngineDeps['db'], sealKey: Buffer, jobService: JobService, overrides: EngineOverrides): Webhooks {

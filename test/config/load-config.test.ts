@@ -38,6 +38,10 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   serveWorker: (c) => c.api.runWorker,
   genderProviderUrl: (c) => c.providers.gender.url,
   genderProviderAuth: (c) => c.providers.gender.auth,
+  phoneProviderUrl: (c) => c.providers.phone_breaches.url,
+  phoneProviderAuth: (c) => c.providers.phone_breaches.auth,
+  companyProviderUrl: (c) => c.providers.company.url,
+  companyProviderAuth: (c) => c.providers.company.auth,
   providerTimeoutMs: (c) => c.providers.timeoutMs,
   providerConnections: (c) => c.providers.connections,
   providerMaxBatch: (c) => c.providers.maxBatch,
@@ -107,6 +111,8 @@ describe('loadConfig rejects a bad value with bad_config and the variable name',
     { what: 'a bucket name longer than 63', env: { SLUICE_S3_BUCKET: 'b'.repeat(64) }, variable: 'SLUICE_S3_BUCKET' },
     { what: 'an access key without its secret', env: { SLUICE_S3_ACCESS_KEY_ID: 'AKIA1' }, variable: 'SLUICE_S3_ACCESS_KEY_ID' },
     { what: 'a secret without its access key', env: { SLUICE_S3_SECRET_ACCESS_KEY: 's3cret' }, variable: 'SLUICE_S3_ACCESS_KEY_ID' },
+    { what: 'a phone provider URL that is no URL', env: { SLUICE_PHONE_PROVIDER_URL: 'breaches box' }, variable: 'SLUICE_PHONE_PROVIDER_URL' },
+    { what: 'a company provider URL that is not http(s)', env: { SLUICE_COMPANY_PROVIDER_URL: 'ftp://companies:21' }, variable: 'SLUICE_COMPANY_PROVIDER_URL' },
     { what: 'batch rows above chunk rows', env: { SLUICE_CHUNK_ROWS: '500', SLUICE_BATCH_ROWS: '501' }, variable: 'SLUICE_BATCH_ROWS' },
   ];
 
@@ -152,6 +158,27 @@ describe('loadConfig accepts what it documents', () => {
 
   it('drops trailing slashes of the endpoint, so object URLs never hold "//"', () => {
     expect(loadConfig({ SLUICE_S3_ENDPOINT: 'http://127.0.0.1:9000//' }).s3.endpoint).toBe('http://127.0.0.1:9000');
+  });
+
+  it('puts each lookup\'s provider URL and auth under its own kind, without trailing slashes', () => {
+    const config = loadConfig({
+      SLUICE_GENDER_PROVIDER_URL: 'http://gender.test/',
+      SLUICE_GENDER_PROVIDER_AUTH: 'Bearer g',
+      SLUICE_PHONE_PROVIDER_URL: 'https://phones.test/svc/',
+      SLUICE_PHONE_PROVIDER_AUTH: 'Bearer p',
+      SLUICE_COMPANY_PROVIDER_URL: 'https://companies.test',
+      SLUICE_COMPANY_PROVIDER_AUTH: 'Basic c',
+    });
+    expect(config.providers).toMatchObject({
+      gender: { url: 'http://gender.test', auth: 'Bearer g' },
+      phone_breaches: { url: 'https://phones.test/svc', auth: 'Bearer p' },
+      company: { url: 'https://companies.test', auth: 'Basic c' },
+    });
+    expect(loadConfig({ SLUICE_PHONE_PROVIDER_URL: 'http://phones.test' }).providers).toMatchObject({
+      gender: { url: undefined, auth: undefined },
+      phone_breaches: { url: 'http://phones.test', auth: undefined },
+      company: { url: undefined, auth: undefined },
+    });
   });
 
   it('takes an access key together with its secret', () => {

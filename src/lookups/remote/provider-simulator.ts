@@ -19,6 +19,16 @@ export interface SimulatorOptions {
   seed: number;
 }
 
+/** What a simulator is started with: its behaviour, and optionally what it answers. */
+export interface SimulatorSetup extends Partial<SimulatorOptions> {
+  /**
+   * Engines by lookup kind, served at `/v1/lookups/{kind}` over the default `gender` one (a
+   * `gender` entry here replaces it): e.g. an EmbeddedBreachIndex on a database of fixture data,
+   * so that remote phone_breaches answers equal embedded ones.
+   */
+  engines?: ReadonlyMap<string, LookupProvider>;
+}
+
 export interface SimulatorStats {
   requests: number;
   /** TCP connections accepted: with keep-alive, far fewer than requests. */
@@ -53,12 +63,13 @@ const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /**
  * A remote lookup service on loopback that speaks the protocol of RemoteLookupProvider, for tests
  * and benchmarks. Kind `gender` answers from the embedded engine, so remote answers equal embedded
- * ones; other kinds are 404.
+ * ones; further kinds answer from the `engines` given; other kinds are 404.
  */
-export async function startProviderSimulator(options: Partial<SimulatorOptions> = {}): Promise<ProviderSimulator> {
+export async function startProviderSimulator(setup: SimulatorSetup = {}): Promise<ProviderSimulator> {
+  const { engines: extra, ...options } = setup;
   let current: SimulatorOptions = { ...DEFAULTS, ...options };
   let random = seededRandom(current.seed);
-  const engines = new Map<string, LookupProvider>([['gender', new EmbeddedGenderEngine()]]);
+  const engines = new Map<string, LookupProvider>([['gender', new EmbeddedGenderEngine()], ...(extra ?? [])]);
   const stats: SimulatorStats = { requests: 0, connections: 0, keys: 0, inFlight: 0, maxInFlight: 0, byStatus: {} };
   const timers = new Set<NodeJS.Timeout>();
 
