@@ -164,8 +164,8 @@ async function run(engine: Engine, jobId: string, concurrency: number, verify: b
   // gets a turn, which a chunk's batches (all promise continuations) do not give it.
   const jobs = deps.jobs;
   const completeChunk = jobs.completeChunk.bind(jobs);
-  jobs.completeChunk = (id, chunkIndex, lease, now) => {
-    completeChunk(id, chunkIndex, lease, now);
+  jobs.completeChunk = (id, chunkIndex, lease, flags, now) => {
+    completeChunk(id, chunkIndex, lease, flags, now);
     if (id === jobId) chunksDone.push({ atMs: Math.round(performance.now() - t0), rows: jobs.chunk(id, chunkIndex)?.rowCount ?? 0 });
   };
   const lookups = config.providers.gender.url === undefined ? undefined : countInFlight(deps, config.providers.connections);

@@ -1,3 +1,4 @@
+import { EXPORT_FILTERS } from '../jobs/job-states.js';
 import type { JobRecord } from '../jobs/job-store.js';
 import { jobSummary } from '../jobs/job-summary.js';
 
@@ -9,7 +10,7 @@ export function jobView(job: JobRecord) {
     download_link: job.options.downloadLink === true,
     downloads:
       job.status === 'completed'
-        ? { all: `/api/jobs/${job.id}/download?filter=all`, found: `/api/jobs/${job.id}/download?filter=found` }
+        ? Object.fromEntries(EXPORT_FILTERS.map((filter) => [filter, `/api/jobs/${job.id}/download?filter=${filter}`]))
         : null,
   };
 }

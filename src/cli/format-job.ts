@@ -10,6 +10,6 @@ export function formatJob(s: JobSummary): string {
     `credits    ${s.credits_used}`,
   ];
   if (s.error_message) lines.push(`error      ${s.error_message}`);
-  if (s.outputs.all) lines.push(`outputs    ${s.outputs.all}, ${s.outputs.found}`);
+  if (s.outputs.all) lines.push(`outputs    ${[s.outputs.all, s.outputs.found, s.outputs.errors].filter((o) => o !== null).join(', ')}`);
   return `${lines.join('\n')}\n`;
 }

@@ -11,8 +11,9 @@ export const JOBS_USAGE = [
   'sluice jobs list [--status S] [--account ID] [--limit N] [--offset N] [--json]',
   'sluice jobs show ID [--json]',
   'sluice jobs resume ID [--json]',
+  'sluice jobs retry-failed ID [--json]',
   'sluice jobs cancel ID [--json]',
-  'sluice jobs download ID [--filter all|found] [--out FILE] [--url] [--json]',
+  'sluice jobs download ID [--filter all|found|errors] [--out FILE] [--url] [--json]',
 ];
 
 export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
@@ -47,10 +48,12 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
     }
     case 'show':
     case 'resume':
+    case 'retry-failed':
     case 'cancel': {
       const { values, positionals } = parseCommand(rest, {}, 1);
       const id = positionals[0]!;
-      const job = sub === 'show' ? jobService.get(id) : sub === 'resume' ? jobService.resume(id) : jobService.cancel(id);
+      const act = { show: jobService.get, resume: jobService.resume, 'retry-failed': jobService.retryFailed, cancel: jobService.cancel }[sub];
+      const job = act.call(jobService, id);
       const summary = jobSummary(job);
       if (values.json) printJson(io, summary);
       else io.stdout.write(formatJob(summary));

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { EXPORT_FILTERS, JOB_STATUSES, TERMINAL_STATUSES } from '../jobs/job-states.js';
 import { jobSummary, type JobSummary } from '../jobs/job-summary.js';
+import { parseErrorRate } from '../jobs/job-service.js';
 import { Worker } from '../jobs/worker.js';
 import type { Engine } from '../jobs/engine.js';
 import { parseCountry } from '../../pipelines/phone-breaches.js';
@@ -12,7 +13,7 @@ import { formatJob } from './format-job.js';
 import { ensureLocalAccount } from './local-account.js';
 import { progressReporter } from './progress.js';
 
-export const RUN_USAGE = 'sluice run FILE [--type gender|phone_breaches|company] [--account ID] [--column NAME] [--default-country CC] [--out DIR] [--json]';
+export const RUN_USAGE = 'sluice run FILE [--type gender|phone_breaches|company] [--account ID] [--column NAME] [--default-country CC] [--max-error-rate R] [--out DIR] [--json]';
 
 export interface RunResult {
   summary: JobSummary;
@@ -33,6 +34,7 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
       account: { type: 'string' },
       column: { type: 'string' },
       'default-country': { type: 'string' },
+      'max-error-rate': { type: 'string' },
       out: { type: 'string' },
     },
     1,
@@ -43,6 +45,7 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
     accountId: values.account as string | undefined,
     column: values.column as string | undefined,
     defaultCountry: values['default-country'] as string | undefined,
+    maxErrorRate: values['max-error-rate'] as string | undefined,
     outDir: values.out as string | undefined,
     progress: values.json ? undefined : io.stderr,
   });
@@ -63,6 +66,8 @@ export async function runJob(
     column?: string;
     /** ISO 3166-1 alpha-2, any case: phone numbers without a country code are read as that country's. */
     defaultCountry?: string;
+    /** Failure budget, 0 to 1, as written; unset means the default. */
+    maxErrorRate?: string;
     downloadLink?: boolean;
     outDir?: string;
     progress?: NodeJS.WriteStream;
@@ -75,6 +80,10 @@ export async function runJob(
   if (input.defaultCountry !== undefined && defaultCountry === undefined) {
     throw new AppError(ERROR_CODES.badArgument, `--default-country: unknown country "${input.defaultCountry}"; give an ISO 3166-1 alpha-2 code such as DE or US`);
   }
+  const maxErrorRate = input.maxErrorRate === undefined ? undefined : parseErrorRate(input.maxErrorRate);
+  if (input.maxErrorRate !== undefined && maxErrorRate === undefined) {
+    throw new AppError(ERROR_CODES.badArgument, `--max-error-rate must be a number from 0 to 1, such as 0.05, got "${input.maxErrorRate}"`);
+  }
   const accountId = input.accountId ?? ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now());
 
   const job = await jobService.submit({
@@ -86,6 +95,7 @@ export async function runJob(
       ...(input.column === undefined ? {} : { column: input.column }),
       ...(input.downloadLink ? { downloadLink: true } : {}),
       ...(defaultCountry === undefined ? {} : { defaultCountry }),
+      ...(maxErrorRate === undefined ? {} : { maxErrorRate }),
     },
   });
 

@@ -22,11 +22,12 @@ export async function assembleJob(deps: EngineDeps, job: JobRecord, lease: Lease
     });
   }
   const now = deps.clock.now();
-  const keys = { allKey: resultObjectKey(job.id, 'all'), foundKey: resultObjectKey(job.id, 'found') };
-  const finished: JobRecord = { ...job, status: 'completed', resultAllKey: keys.allKey, resultFoundKey: keys.foundKey, finishedAt: now };
+  const keys = { allKey: resultObjectKey(job.id, 'all'), foundKey: resultObjectKey(job.id, 'found'), errorsKey: resultObjectKey(job.id, 'errors') };
+  const finished: JobRecord = { ...job, status: 'completed', resultAllKey: keys.allKey, resultFoundKey: keys.foundKey, resultErrorsKey: keys.errorsKey, finishedAt: now };
   deps.jobs.complete(job.id, lease, keys, jobEndEvent(finished, now), now);
-  deps.log.info({ jobId: job.id, rows: job.totalRows }, 'job completed');
-  await removeIntermediates(deps, job.id, chunkCount);
+  deps.log.info({ jobId: job.id, rows: job.totalRows, errors: job.errorRows }, 'job completed');
+  // `retry-failed` redoes failed rows from their chunk and splices them into the chunk's parts.
+  if (job.errorRows === 0) await removeIntermediates(deps, job.id, chunkCount);
 }
 
 async function* concatenate(deps: EngineDeps, jobId: string, chunkCount: number, filter: string, header: string, signal: AbortSignal): AsyncGenerator<Buffer> {

@@ -31,3 +31,23 @@ export function escapeFormula(cell: string): string {
   if (!FORMULA_START.test(cell) || PLAIN_NUMBER.test(cell)) return cell;
   return `'${cell}`;
 }
+
+/**
+ * Cuts text written by `csvLine` back into its records, each with its `\n`. Only a `\n` outside
+ * quotes ends a record; `""` inside a quoted cell flips the state twice, so it needs no special case.
+ */
+export function csvRecords(text: string): string[] {
+  const records: string[] = [];
+  let start = 0;
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) quoted = !quoted;
+    else if (c === 0x0a && !quoted) {
+      records.push(text.slice(start, i + 1));
+      start = i + 1;
+    }
+  }
+  if (start < text.length) records.push(text.slice(start));
+  return records;
+}

@@ -5,7 +5,7 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { PresignedUrl } from '../storage/s3/object-store.js';
 import type { EngineDeps } from './engine-deps.js';
 import { jobEndEvent } from './job-events.js';
-import { JOB_STATUSES, type ExportFilter } from './job-states.js';
+import { DEFAULT_MAX_ERROR_RATE, JOB_STATUSES, type ExportFilter } from './job-states.js';
 import type { JobOptions, JobRecord } from './job-store.js';
 
 export interface SubmitJob {
@@ -48,7 +48,8 @@ export class JobService {
       type: input.type,
       inputKey: input.inputKey,
       inputName: input.inputName,
-      options: input.options,
+      // The budget is fixed when the job is made, so a later change of the default cannot fail it.
+      options: { ...input.options, maxErrorRate: input.options.maxErrorRate ?? DEFAULT_MAX_ERROR_RATE },
       now: this.deps.clock.now(),
     });
   }
@@ -86,11 +87,24 @@ export class JobService {
     return this.deps.jobs.transition(id, JOB_STATUSES.running, { now: this.deps.clock.now() });
   }
 
+  /**
+   * Runs a finished job's failed rows again, and only them; the job is `running` until their
+   * retry pass is assembled into new result files. Rows that succeed now are charged as usual.
+   */
+  retryFailed(id: string): JobRecord {
+    const rows = this.deps.jobs.retryFailed(id, this.deps.clock.now());
+    this.deps.log.info({ jobId: id, rows }, 'retrying failed rows');
+    return this.deps.jobs.require(id);
+  }
+
   resultKey(id: string, filter: ExportFilter): string {
     const job = this.deps.jobs.require(id);
-    const key = filter === 'all' ? job.resultAllKey : job.resultFoundKey;
-    if (job.status !== JOB_STATUSES.completed || key === null) {
+    if (job.status !== JOB_STATUSES.completed) {
       throw new AppError(ERROR_CODES.invalidState, `job ${id} is ${job.status}; results exist once it has completed`, { statusCode: 409 });
+    }
+    const key = { all: job.resultAllKey, found: job.resultFoundKey, errors: job.resultErrorsKey }[filter];
+    if (key === null) {
+      throw new AppError(ERROR_CODES.invalidState, `job ${id} completed before the ${filter} export existed; it has only all and found`, { statusCode: 409 });
     }
     return key;
   }
@@ -106,4 +120,15 @@ export class JobService {
       downloadName: `${id}-${filter}.csv`,
     });
   }
+}
+
+/**
+ * A failure budget as callers write it: a share from 0 (no failed row allowed) to 1 (any number).
+ * Undefined when the text is no such number.
+ */
+export function parseErrorRate(raw: string): number | undefined {
+  const text = raw.trim();
+  if (!/^(?:\d+\.?\d*|\.\d+)$/.test(text)) return undefined;
+  const rate = Number(text);
+  return rate <= 1 ? rate : undefined;
 }

@@ -1,4 +1,7 @@
-/** What a caller sees. `paused` always comes with a reason; the terminal ones never change again. */
+/**
+ * What a caller sees. `paused` always comes with a reason. A terminal status changes only when an
+ * operator asks: `resume` of a failed job, or `retry-failed` of a finished job with failed rows.
+ */
 export const JOB_STATUSES = {
   queued: 'queued',
   running: 'running',
@@ -36,5 +39,9 @@ export const PAUSE_REASONS = {
   providerUnavailable: 'provider_unavailable',
 } as const;
 
-export const EXPORT_FILTERS = ['all', 'found'] as const;
+/** Failure budget of a job that names none: up to 5% of its rows may end as `error`. */
+export const DEFAULT_MAX_ERROR_RATE = 0.05;
+
+/** `all` every row, `found` the rows with a result, `errors` the rows whose lookup failed. */
+export const EXPORT_FILTERS = ['all', 'found', 'errors'] as const;
 export type ExportFilter = (typeof EXPORT_FILTERS)[number];

@@ -9,6 +9,11 @@ export interface JobOptions {
   downloadLink?: boolean;
   /** ISO 3166-1 alpha-2 country for phone numbers written without a country code. */
   defaultCountry?: string;
+  /**
+   * Failure budget: the share (0 to 1) of the job's rows that may end as `error`. One row more and
+   * the job fails with `error_budget_exceeded`. Unset in jobs created before budgets existed.
+   */
+  maxErrorRate?: number;
 }
 
 export interface JobRecord {
@@ -36,6 +41,7 @@ export interface JobRecord {
   attempts: number;
   resultAllKey: string | null;
   resultFoundKey: string | null;
+  resultErrorsKey: string | null;
   createdAt: number;
   startedAt: number | null;
   updatedAt: number;
@@ -51,11 +57,34 @@ export interface ChunkRecord {
   status: 'pending' | 'done';
   leaseEpoch: number;
   attempts: number;
+  /** 0 for the first run over every row; each retry of the chunk's failed rows is one pass more. */
+  pass: number;
+  /** Rows this pass works through: `rowCount` in the first pass, the failed rows in a retry. */
+  passRows: number;
+  /** One byte per row (ROW_FLAGS) once the chunk is done, kept only when some row failed. */
+  rowFlags: Buffer | null;
 }
 
 export interface Lease {
   owner: string;
   epoch: number;
+}
+
+/** One checkpoint batch's rendered rows, by export, and one ROW_FLAGS byte per row. */
+export interface BatchOutput {
+  allText: string;
+  foundText: string;
+  errorsText: string;
+  rowFlags: Buffer;
+}
+
+/** Bits of a row's flag byte. */
+export const ROW_FLAGS = { found: 1, error: 2 } as const;
+
+export function countFlagged(flags: Uint8Array, bit: number): number {
+  let n = 0;
+  for (const f of flags) if (f & bit) n++;
+  return n;
 }
 
 export interface RowCounters {
@@ -72,11 +101,11 @@ const JOB_COLUMNS = `id, account_id AS accountId, type, status, phase, reason, e
   total_rows AS totalRows, chunk_count AS chunkCount, processed_rows AS processedRows,
   found_rows AS foundRows, invalid_rows AS invalidRows, duplicate_rows AS duplicateRows,
   error_rows AS errorRows, credits_used AS creditsUsed, lease_epoch AS leaseEpoch, attempts,
-  result_all_key AS resultAllKey, result_found_key AS resultFoundKey, created_at AS createdAt,
+  result_all_key AS resultAllKey, result_found_key AS resultFoundKey, result_errors_key AS resultErrorsKey, created_at AS createdAt,
   started_at AS startedAt, updated_at AS updatedAt, finished_at AS finishedAt`;
 
 const CHUNK_COLUMNS = `job_id AS jobId, chunk_index AS chunkIndex, first_row AS firstRow, row_count AS rowCount,
-  cursor, status, lease_epoch AS leaseEpoch, attempts`;
+  cursor, status, lease_epoch AS leaseEpoch, attempts, pass, COALESCE(pass_rows, row_count) AS passRows, row_flags AS rowFlags`;
 
 type JobRow = Omit<JobRecord, 'options' | 'header'> & { options: string; header: string | null };
 
@@ -160,17 +189,36 @@ export class JobStore {
            error_rows = error_rows + @error, credits_used = credits_used + @credits, updated_at = @now
          WHERE id = @jobId`,
       ),
-      insertOutput: db.prepare('INSERT INTO chunk_outputs (job_id, chunk_index, first_row, all_text, found_text) VALUES (?, ?, ?, ?, ?)'),
-      outputs: db.prepare('SELECT all_text AS allText, found_text AS foundText FROM chunk_outputs WHERE job_id = ? AND chunk_index = ? ORDER BY first_row'),
+      insertOutput: db.prepare(
+        'INSERT INTO chunk_outputs (job_id, chunk_index, first_row, all_text, found_text, errors_text, row_flags) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      outputs: db.prepare(
+        'SELECT all_text AS allText, found_text AS foundText, errors_text AS errorsText, row_flags AS rowFlags FROM chunk_outputs WHERE job_id = ? AND chunk_index = ? ORDER BY first_row',
+      ),
       deleteOutputs: db.prepare('DELETE FROM chunk_outputs WHERE job_id = ? AND chunk_index = ?'),
       markChunkDone: db.prepare(
-        `UPDATE job_chunks SET status = 'done', lease_owner = NULL, lease_expires_at = NULL
-          WHERE job_id = ? AND chunk_index = ? AND lease_epoch = ? AND cursor = row_count AND status = 'pending'`,
+        `UPDATE job_chunks SET status = 'done', row_flags = @flags, lease_owner = NULL, lease_expires_at = NULL
+          WHERE job_id = @jobId AND chunk_index = @chunkIndex AND lease_epoch = @epoch AND cursor = COALESCE(pass_rows, row_count) AND status = 'pending'
+          RETURNING retry_wanted AS retryWanted`,
       ),
+      // A chunk's failed rows, once more: the next pass works through just those.
+      retryChunk: db.prepare(
+        `UPDATE job_chunks SET status = 'pending', pass = pass + 1, pass_rows = @rows, cursor = 0, retry_wanted = 0, failures = 0,
+           lease_owner = NULL, lease_expires_at = NULL
+         WHERE job_id = @jobId AND chunk_index = @chunkIndex`,
+      ),
+      wantRetry: db.prepare("UPDATE job_chunks SET retry_wanted = 1 WHERE job_id = ? AND status = 'pending'"),
+      doneChunksWithFailures: db.prepare("SELECT chunk_index AS chunkIndex, row_flags AS rowFlags FROM job_chunks WHERE job_id = ? AND status = 'done' AND row_flags IS NOT NULL"),
+      reopenJob: db.prepare(
+        `UPDATE jobs SET status = 'running', phase = CASE WHEN phase IN ('assemble', 'done') THEN 'process' ELSE phase END,
+           reason = NULL, error_message = NULL, finished_at = NULL, failures = 0, lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
+         WHERE id = @id`,
+      ),
+      errorBudget: db.prepare('SELECT error_rows AS errorRows, total_rows AS totalRows FROM jobs WHERE id = ?'),
       pendingChunks: db.prepare("SELECT COUNT(*) AS n FROM job_chunks WHERE job_id = ? AND status != 'done'"),
       toAssemble: db.prepare("UPDATE jobs SET phase = 'assemble', lease_owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? AND phase = 'process'"),
       complete: db.prepare(
-        `UPDATE jobs SET status = 'completed', phase = 'done', reason = NULL, result_all_key = @allKey, result_found_key = @foundKey,
+        `UPDATE jobs SET status = 'completed', phase = 'done', reason = NULL, result_all_key = @allKey, result_found_key = @foundKey, result_errors_key = @errorsKey,
            lease_owner = NULL, lease_expires_at = NULL, updated_at = @now, finished_at = @now
          WHERE id = @id AND lease_epoch = @epoch AND status = 'running' AND phase = 'assemble'`,
       ),
@@ -340,25 +388,72 @@ export class JobStore {
     this.s.addCounters.run({ jobId, ...counters, now });
   }
 
-  insertOutput(jobId: string, chunkIndex: number, firstRow: number, allText: string, foundText: string): void {
-    this.s.insertOutput.run(jobId, chunkIndex, firstRow, allText, foundText);
+  insertOutput(jobId: string, chunkIndex: number, firstRow: number, output: BatchOutput): void {
+    this.s.insertOutput.run(jobId, chunkIndex, firstRow, output.allText, output.foundText, output.errorsText, output.rowFlags);
   }
 
-  outputs(jobId: string, chunkIndex: number): IterableIterator<{ allText: string; foundText: string }> {
-    return this.s.outputs.iterate(jobId, chunkIndex) as IterableIterator<{ allText: string; foundText: string }>;
+  outputs(jobId: string, chunkIndex: number): IterableIterator<BatchOutput> {
+    return this.s.outputs.iterate(jobId, chunkIndex) as IterableIterator<BatchOutput>;
   }
 
-  /** Marks a fully committed chunk done; the last one moves the job on to assembly. */
-  completeChunk(jobId: string, chunkIndex: number, lease: Lease, now: number): void {
+  /**
+   * Marks a fully committed chunk done, keeping its row flags when some row failed; the last chunk
+   * moves the job on to assembly. A chunk asked to retry its failed rows (`retry_wanted`) that has
+   * some goes straight into its next pass instead.
+   */
+  completeChunk(jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number): void {
     this.db.transaction(() => {
-      if (this.s.markChunkDone.run(jobId, chunkIndex, lease.epoch).changes !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
+      const done = this.s.markChunkDone.get({ jobId, chunkIndex, epoch: lease.epoch, flags: rowFlags }) as { retryWanted: number } | undefined;
+      if (!done) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
       this.s.deleteOutputs.run(jobId, chunkIndex);
-      if ((this.s.pendingChunks.get(jobId) as { n: number }).n === 0) this.s.toAssemble.run(now, jobId);
+      const failed = rowFlags === null ? 0 : countFlagged(rowFlags, ROW_FLAGS.error);
+      if (done.retryWanted === 1 && failed > 0) this.s.retryChunk.run({ jobId, chunkIndex, rows: failed });
+      else if ((this.s.pendingChunks.get(jobId) as { n: number }).n === 0) this.s.toAssemble.run(now, jobId);
     }).immediate();
   }
 
+  /**
+   * Whether the job's `error` rows now exceed its failure budget. Call inside the checkpoint
+   * transaction that added them.
+   */
+  overErrorBudget(job: JobRecord): boolean {
+    const rate = job.options.maxErrorRate;
+    if (rate === undefined) return false;
+    const { errorRows, totalRows } = this.s.errorBudget.get(job.id) as { errorRows: number; totalRows: number | null };
+    return errorRows > Math.floor(rate * (totalRows ?? 0));
+  }
+
+  /**
+   * Runs a finished (completed or failed) job's failed rows again, and only them: every done chunk
+   * with failed rows starts a retry pass over those rows, and a chunk still in its first pass
+   * retries its failed rows as soon as that pass is done. Returns the rows sent back to work.
+   */
+  retryFailed(jobId: string, now: number): number {
+    return this.db
+      .transaction(() => {
+        const job = this.require(jobId);
+        if (job.status !== JOB_STATUSES.completed && job.status !== JOB_STATUSES.failed) {
+          throw new AppError(ERROR_CODES.invalidState, `job ${jobId} is ${job.status}; only a completed or failed job's failed rows can be retried`, { statusCode: 409 });
+        }
+        if (job.errorRows === 0 || job.phase === JOB_PHASES.split) {
+          throw new AppError(ERROR_CODES.nothingToRetry, `job ${jobId} has no failed rows to retry`, { statusCode: 409 });
+        }
+        let rows = 0;
+        for (const chunk of this.s.doneChunksWithFailures.all(jobId) as { chunkIndex: number; rowFlags: Buffer }[]) {
+          const failed = countFlagged(chunk.rowFlags, ROW_FLAGS.error);
+          if (failed === 0) continue;
+          this.s.retryChunk.run({ jobId, chunkIndex: chunk.chunkIndex, rows: failed });
+          rows += failed;
+        }
+        this.s.wantRetry.run(jobId);
+        this.s.reopenJob.run({ id: jobId, now });
+        return rows;
+      })
+      .immediate();
+  }
+
   /** Completes the job and records its event in the outbox, in one transaction. */
-  complete(jobId: string, lease: Lease, keys: { allKey: string; foundKey: string }, event: OutboxEvent, now: number): void {
+  complete(jobId: string, lease: Lease, keys: { allKey: string; foundKey: string; errorsKey: string }, event: OutboxEvent, now: number): void {
     this.db.transaction(() => {
       const changed = this.s.complete.run({ id: jobId, epoch: lease.epoch, ...keys, now }).changes;
       if (changed !== 1) throw leaseLost(`assembly of ${jobId}`);

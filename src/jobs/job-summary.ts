@@ -12,7 +12,9 @@ export interface JobSummary {
   rows: { total: number | null; processed: number; found: number; invalid: number; duplicate: number; error: number };
   percent: number;
   credits_used: number;
-  outputs: { all: string | null; found: string | null };
+  /** The failure budget: the share of rows that may end as `error` before the job fails. */
+  max_error_rate: number | null;
+  outputs: { all: string | null; found: string | null; errors: string | null };
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -39,7 +41,8 @@ export function jobSummary(job: JobRecord): JobSummary {
     },
     percent,
     credits_used: job.creditsUsed,
-    outputs: { all: job.resultAllKey, found: job.resultFoundKey },
+    max_error_rate: job.options.maxErrorRate ?? null,
+    outputs: { all: job.resultAllKey, found: job.resultFoundKey, errors: job.resultErrorsKey },
     created_at: iso(job.createdAt)!,
     started_at: iso(job.startedAt),
     finished_at: iso(job.finishedAt),

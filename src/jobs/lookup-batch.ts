@@ -54,12 +54,15 @@ async function callProvider(provider: LookupProvider, keys: string[], signal?: A
   }
 }
 
+/** Waits, or less if `signal` aborts; the listener goes when the wait ends, so a chunk's signal never collects them. */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const done = () => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
       resolve();
-    }, { once: true });
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 }

@@ -5,10 +5,11 @@ import type { LookupOutcome } from '../lookups/lookup-provider.js';
 import { DAY_MS } from '../shared/clock.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { chunkObjectKey, decodeChunkRow, partObjectKey, ROW_KINDS, type ChunkRow } from './chunk-format.js';
-import { csvLine, escapeFormula } from './csv-writer.js';
+import { csvLine, csvRecords, escapeFormula } from './csv-writer.js';
 import type { EngineDeps } from './engine-deps.js';
-import { JOB_STATUSES, PAUSE_REASONS, ROW_STATUSES } from './job-states.js';
-import type { ChunkRecord, JobRecord, Lease, RowCounters } from './job-store.js';
+import { jobEndEvent } from './job-events.js';
+import { EXPORT_FILTERS, JOB_STATUSES, PAUSE_REASONS, ROW_STATUSES, type ExportFilter } from './job-states.js';
+import { ROW_FLAGS, type ChunkRecord, type JobRecord, type Lease, type RowCounters } from './job-store.js';
 import { lookupBatch } from './lookup-batch.js';
 
 export type ChunkOutcome = 'done' | 'stopped' | 'paused';
@@ -44,13 +45,16 @@ export async function processChunk(
   const job = deps.jobs.require(chunk.jobId);
   const ctx: ChunkContext = { deps, job, chunk, lease, pipeline: pipelineFor(job.type), signal };
   const lines = (await deps.objects.getBytes(chunkObjectKey(job.id, chunk.chunkIndex), signal)).toString('utf8').split('\n');
+  // The first pass works through every row; a retry pass through the rows that failed before.
+  const order = chunk.pass === 0 ? undefined : flaggedRows(chunk.rowFlags, ROW_FLAGS.error);
   let cursor = chunk.cursor;
   const started = deps.clock.now();
-  while (cursor < chunk.rowCount) {
+  while (cursor < chunk.passRows) {
     if (stop.aborted || deps.jobs.status(job.id) !== JOB_STATUSES.running) return 'stopped';
     if (deps.clock.now() - started > FAIR_SLICE_MS && deps.jobs.otherAccountStarved(job.accountId, deps.clock.now(), deps.limits.accountRunningJobs)) return 'stopped';
-    const end = Math.min(cursor + deps.limits.batchRows, chunk.rowCount);
-    const rows = lines.slice(cursor, end).map(decodeChunkRow);
+    const end = Math.min(cursor + deps.limits.batchRows, chunk.passRows);
+    const rows: ChunkRow[] = [];
+    for (let i = cursor; i < end; i++) rows.push(decodeChunkRow(lines[order === undefined ? i : order[i]!]!));
     const { committed, paused } = await processBatch(ctx, rows, cursor);
     cursor += committed;
     if (paused) return 'paused';
@@ -58,8 +62,8 @@ export async function processChunk(
     // chain of microtasks: HTTP requests, the lease heartbeat and the S3 host would wait seconds.
     await yieldToEventLoop();
   }
-  await writeParts(ctx);
-  deps.jobs.completeChunk(job.id, chunk.chunkIndex, lease, deps.clock.now());
+  const flags = order === undefined ? await writeParts(ctx) : await rewriteParts(ctx, order);
+  deps.jobs.completeChunk(job.id, chunk.chunkIndex, lease, flags.some((f) => (f & ROW_FLAGS.error) !== 0) ? flags : null, deps.clock.now());
   return 'done';
 }
 
@@ -95,28 +99,39 @@ async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number)
       kind,
       keys: payable.map((i) => todo[i]!.value),
       jobId: job.id,
-      batchId: `${chunk.chunkIndex}:${cursor}`,
+      // A retry pass redoes rows under cursors the first pass used: its batches get ids of their own.
+      batchId: chunk.pass === 0 ? `${chunk.chunkIndex}:${cursor}` : `${chunk.chunkIndex}:${cursor}:pass${chunk.pass}`,
       now,
       since,
     });
     const stopAt = charge.unpaidFrom === undefined ? todo.length : payable[charge.unpaidFrom]!;
     const counters: RowCounters = { processed: stopAt, found: 0, invalid: 0, duplicate: 0, error: 0, credits: charge.charged.size };
-    let allText = '';
-    let foundText = '';
+    const output = { allText: '', foundText: '', errorsText: '', rowFlags: Buffer.alloc(stopAt) };
     for (let i = 0; i < stopAt; i++) {
       const row = todo[i]!;
       const outcome = outcomes[i];
       const rendered = renderRow(ctx, row, outcome, cached.has(row.value), charge.charged.has(row.value), counters);
       if (row.kind === ROW_KINDS.lookup && outcome?.ok && !cached.has(row.value)) deps.results.put(kind, row.value, outcome.result, now);
-      allText += rendered.text;
-      if (rendered.found) foundText += rendered.text;
+      output.allText += rendered.text;
+      if (rendered.found) output.foundText += rendered.text;
+      if (outcome?.ok === false) output.errorsText += rendered.text;
+      output.rowFlags[i] = (rendered.found ? ROW_FLAGS.found : 0) | (outcome?.ok === false ? ROW_FLAGS.error : 0);
+    }
+    if (chunk.pass > 0) {
+      // These rows were counted, as errors, by an earlier pass: they now count as what they became.
+      counters.processed = 0;
+      counters.error -= stopAt;
     }
     if (stopAt > 0) {
       deps.jobs.advanceChunk(job.id, chunk.chunkIndex, ctx.lease, cursor, stopAt);
-      deps.jobs.insertOutput(job.id, chunk.chunkIndex, cursor, allText, foundText);
+      deps.jobs.insertOutput(job.id, chunk.chunkIndex, cursor, output);
       deps.jobs.addCounters(job.id, counters, now);
     }
     deps.billing.releaseReservation(job.id, chunk.chunkIndex);
+    if (counters.error > 0 && deps.jobs.overErrorBudget(job)) {
+      failForErrorBudget(ctx, now);
+      return { committed: stopAt, paused: false };
+    }
     const outOfCredits = stopAt < rows.length;
     if (outOfCredits && deps.jobs.status(job.id) === JOB_STATUSES.running) {
       deps.jobs.transition(job.id, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
@@ -141,6 +156,21 @@ function pauseForProvider(ctx: ChunkContext, now: number): { committed: number; 
   }).immediate();
   deps.log.warn({ jobId: job.id, chunk: chunk.chunkIndex }, 'lookup provider unavailable; job paused');
   return { committed: 0, paused: true };
+}
+
+/**
+ * More rows failed than the job's budget allows: the job fails with `error_budget_exceeded`, inside
+ * the checkpoint that crossed the line, keeping every committed row. `retry-failed` redoes them.
+ */
+function failForErrorBudget(ctx: ChunkContext, now: number): void {
+  const { deps, job } = ctx;
+  if (deps.jobs.status(job.id) !== JOB_STATUSES.running) return;
+  const rate = job.options.maxErrorRate ?? 0;
+  const message = `more than ${Math.floor(rate * (job.totalRows ?? 0))} rows (${rate * 100}% of ${job.totalRows}) failed; retry them with \`sluice jobs retry-failed ${job.id}\``;
+  const ended: JobRecord = { ...deps.jobs.require(job.id), status: JOB_STATUSES.failed, reason: ERROR_CODES.errorBudgetExceeded, errorMessage: message, finishedAt: now };
+  deps.jobs.transition(job.id, JOB_STATUSES.failed, { reason: ERROR_CODES.errorBudgetExceeded, message, now, event: jobEndEvent(ended, now) });
+  deps.billing.releaseJobReservations(job.id);
+  deps.log.warn({ jobId: job.id }, 'failure budget exceeded; job failed');
 }
 
 function outcomeOf(row: ChunkRow, cached: Map<string, unknown>, answers: Map<string, LookupOutcome<unknown>>): LookupOutcome<unknown> | undefined {
@@ -191,19 +221,67 @@ function line(width: number, original: string[], result: string[], status: strin
   return csvLine(cells);
 }
 
-/** The chunk's committed outputs become its part objects; rewriting them after a crash is harmless. */
-async function writeParts(ctx: ChunkContext): Promise<void> {
+/**
+ * The chunk's committed outputs become its part objects, one per export filter; rewriting them
+ * after a crash is harmless. Returns the chunk's row flags.
+ */
+async function writeParts(ctx: ChunkContext): Promise<Buffer> {
   const { deps, job, chunk } = ctx;
-  const all: string[] = [];
-  const found: string[] = [];
+  const texts: Record<ExportFilter, string[]> = { all: [], found: [], errors: [] };
+  const flags: Buffer[] = [];
   for (const output of deps.jobs.outputs(job.id, chunk.chunkIndex)) {
-    all.push(output.allText);
-    found.push(output.foundText);
+    texts.all.push(output.allText);
+    texts.found.push(output.foundText);
+    texts.errors.push(output.errorsText);
+    flags.push(output.rowFlags);
   }
-  await Promise.all([
-    deps.objects.putBytes(partObjectKey(job.id, chunk.chunkIndex, 'all'), all.join(''), { contentType: 'text/csv', signal: ctx.signal }),
-    deps.objects.putBytes(partObjectKey(job.id, chunk.chunkIndex, 'found'), found.join(''), { contentType: 'text/csv', signal: ctx.signal }),
-  ]);
+  await putParts(ctx, { all: texts.all.join(''), found: texts.found.join(''), errors: texts.errors.join('') });
+  return Buffer.concat(flags);
+}
+
+/**
+ * After a retry pass: the chunk's earlier `all` part with each retried row replaced by its new
+ * text, and `found` and `errors` made again from it. Rows are cut from our own CSV, so a line end
+ * inside quotes never splits a row. Returns the chunk's new row flags.
+ */
+async function rewriteParts(ctx: ChunkContext, order: readonly number[]): Promise<Buffer> {
+  const { deps, job, chunk } = ctx;
+  const rows = csvRecords((await deps.objects.getBytes(partObjectKey(job.id, chunk.chunkIndex, 'all'), ctx.signal)).toString('utf8'));
+  const flags = Buffer.from(chunk.rowFlags ?? Buffer.alloc(rows.length));
+  if (rows.length !== chunk.rowCount || flags.length !== chunk.rowCount) {
+    throw new AppError(ERROR_CODES.internal, `chunk ${chunk.chunkIndex} of ${job.id}: part has ${rows.length} rows, flags ${flags.length}, chunk ${chunk.rowCount}`);
+  }
+  let at = 0;
+  for (const output of deps.jobs.outputs(job.id, chunk.chunkIndex)) {
+    const retried = csvRecords(output.allText);
+    retried.forEach((text, i) => {
+      const row = order[at + i]!;
+      rows[row] = text;
+      flags[row] = output.rowFlags[i]!;
+    });
+    at += retried.length;
+  }
+  const pick = (bit: number) => rows.filter((_, i) => (flags[i]! & bit) !== 0).join('');
+  await putParts(ctx, { all: rows.join(''), found: pick(ROW_FLAGS.found), errors: pick(ROW_FLAGS.error) });
+  return flags;
+}
+
+async function putParts(ctx: ChunkContext, parts: Record<ExportFilter, string>): Promise<void> {
+  const { deps, job, chunk } = ctx;
+  await Promise.all(
+    EXPORT_FILTERS.map((filter) =>
+      deps.objects.putBytes(partObjectKey(job.id, chunk.chunkIndex, filter), parts[filter], { contentType: 'text/csv', signal: ctx.signal }),
+    ),
+  );
+}
+
+/** The row indexes whose flag has `bit`, in order. */
+function flaggedRows(flags: Buffer | null, bit: number): number[] {
+  const rows: number[] = [];
+  flags?.forEach((f, i) => {
+    if (f & bit) rows.push(i);
+  });
+  return rows;
 }
 
 export function outputHeader(job: JobRecord, pipeline: Pipeline): string {

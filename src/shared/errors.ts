@@ -34,6 +34,9 @@ export const ERROR_CODES = {
   accountNotFound: 'account_not_found',
   accountExists: 'account_exists',
   invalidState: 'invalid_state',
+  /** A job failed because more of its rows ended as `error` than its failure budget allows. */
+  errorBudgetExceeded: 'error_budget_exceeded',
+  nothingToRetry: 'nothing_to_retry',
   insufficientCredits: 'insufficient_credits',
   unknownJobType: 'unknown_job_type',
   unknownCountry: 'unknown_country',

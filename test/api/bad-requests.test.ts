@@ -177,6 +177,12 @@ const rows: Row[] = [
   { name: 'cancel: malformed JSON body', method: 'POST', url: '/api/jobs/job_unknown/cancel', auth: 'key', body: '{', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
   { name: 'cancel: JSON over 64 KiB', method: 'POST', url: '/api/jobs/job_unknown/cancel', auth: 'key', body: OVERSIZED, contentType: JSON_TYPE, status: 413, error: 'Request body is too large' },
   { name: 'cancel without a key', method: 'POST', url: '/api/jobs/job_unknown/cancel', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'GET retry-failed', method: 'GET', url: '/api/jobs/job_x/retry-failed', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  { name: 'retry-failed: unknown job', method: 'POST', url: '/api/jobs/job_unknown/retry-failed', auth: 'key', status: 404, error: 'Job not found' },
+  { name: 'retry-failed without a key', method: 'POST', url: '/api/jobs/job_unknown/retry-failed', auth: 'none', status: 401, error: 'Unauthorized' },
+  ...['1.5', '-0.1', 'some', '5%'].map((rate) =>
+    multipartRow(`bulk: max_error_rate "${rate}"`, [{ name: 'type', value: 'gender' }, { name: 'max_error_rate', value: rate }, { name: 'file', filename: 'a.csv', value: CSV }], 422, /max_error_rate must be a number from 0 to 1/),
+  ),
 
   // Gender, both paths: the spec's own texts
   ...GENDER_PATHS.flatMap((url): Row[] => [

@@ -23,6 +23,7 @@ const OPERATIONS = [
   'GET /api/jobs/{id}',
   'GET /api/jobs/{id}/download',
   'POST /api/jobs/{id}/cancel',
+  'POST /api/jobs/{id}/retry-failed',
   'POST /api/email/gender',
   'POST /api/lookup/email/gender',
   'POST /api/webhooks',

@@ -171,7 +171,9 @@ describe('sluice run', () => {
     const job = parseJson(run);
     expect(job).toMatchObject({ type: 'gender', status: 'completed', reason: null, account_id: accountId, input_name: 'in.csv', percent: 100 });
     expect(job.id).toMatch(/^job_/);
-    expect(job.files).toEqual({ all: path.join(out, 'all.csv'), found: path.join(out, 'found.csv') });
+    expect(job.files).toEqual({ all: path.join(out, 'all.csv'), found: path.join(out, 'found.csv'), errors: path.join(out, 'errors.csv') });
+    // No row failed: the errors file is the header alone.
+    expect(fs.readFileSync(job.files.errors, 'utf8')).toBe(fs.readFileSync(job.files.all, 'utf8').split('\n')[0] + '\n');
     const all = await resultRecords(fs.readFileSync(job.files.all));
     const found = await resultRecords(fs.readFileSync(job.files.found));
     const count = (status: string) => all.filter((r) => r.status === status).length;

@@ -30,7 +30,7 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         consumes: ['multipart/form-data'],
         response: { 202: { description: 'The queued job', type: 'object', additionalProperties: true } },
         description:
-          'Multipart form: `type` (gender), `download_link` (true or false), optional `column`, then `file` (CSV). Send the fields before the file. An `Idempotency-Key` header makes a retry safe.',
+          'Multipart form: `type` (gender, phone_breaches or company), `download_link` (true or false), optional `column`, `default_country` and `max_error_rate` (0 to 1, default 0.05), then `file` (CSV). Send the fields before the file. An `Idempotency-Key` header makes a retry safe.',
       },
     },
     async (request, reply) => {
@@ -90,4 +90,21 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     const job = ownJob(caller.accountId, request.params.id);
     return jobView(deps.jobService.cancel(job.id));
   });
+
+  app.post<{ Params: { id: string } }>(
+    '/api/jobs/:id/retry-failed',
+    {
+      schema: {
+        tags: ['jobs'],
+        params: idParams,
+        description:
+          'Runs the `error` rows of a completed or failed job again, and only them; the job is `running` until new result files are made. 409 `nothing_to_retry` when it has none.',
+      },
+    },
+    async (request) => {
+      const caller = requireWritable(request);
+      const job = ownJob(caller.accountId, request.params.id);
+      return jobView(deps.jobService.retryFailed(job.id));
+    },
+  );
 }

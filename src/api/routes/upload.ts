@@ -4,12 +4,13 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import { isJobType, PIPELINES } from '../../../pipelines/index.js';
 import { parseCountry } from '../../../pipelines/phone-breaches.js';
+import { parseErrorRate } from '../../jobs/job-service.js';
 import type { JobRecord } from '../../jobs/job-store.js';
 import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { httpError } from '../errors.js';
 
-const FIELDS = ['type', 'feature', 'download_link', 'column', 'default_country'] as const;
+const FIELDS = ['type', 'feature', 'download_link', 'column', 'default_country', 'max_error_rate'] as const;
 
 export type UploadFields = Partial<Record<(typeof FIELDS)[number], string>>;
 
@@ -62,9 +63,20 @@ export async function receiveUpload(
     if (fields.default_country && defaultCountry === undefined) {
       throw httpError(422, ERROR_CODES.unknownCountry, `default_country must be an ISO 3166-1 alpha-2 code such as DE, got "${fields.default_country.slice(0, 40)}"`);
     }
+    const maxErrorRate = fields.max_error_rate ? parseErrorRate(fields.max_error_rate) : undefined;
+    if (fields.max_error_rate && maxErrorRate === undefined) {
+      throw httpError(422, ERROR_CODES.invalidRequest, `max_error_rate must be a number from 0 to 1, such as 0.05, got "${fields.max_error_rate.slice(0, 40)}"`);
+    }
     if (received.fileSha256 === null) throw httpError(422, ERROR_CODES.invalidRequest, 'file is required');
-    // default_country joins the fingerprint only when given, so keys stored before it existed still match.
-    const fingerprinted = [type, fields.column ?? null, fields.download_link ?? 'false', received.fileSha256, ...(defaultCountry ? [defaultCountry] : [])];
+    // Optional fields join the fingerprint only when given, so keys stored before they existed still match.
+    const fingerprinted = [
+      type,
+      fields.column ?? null,
+      fields.download_link ?? 'false',
+      received.fileSha256,
+      ...(defaultCountry ? [defaultCountry] : []),
+      ...(maxErrorRate === undefined ? [] : [`max_error_rate=${maxErrorRate}`]),
+    ];
     const fingerprint = createHash('sha256').update(JSON.stringify(fingerprinted)).digest('hex');
 
     if (claim.state === 'done') {
@@ -83,6 +95,7 @@ export async function receiveUpload(
         ...(fields.column ? { column: fields.column } : {}),
         downloadLink: fields.download_link === 'true',
         ...(defaultCountry ? { defaultCountry } : {}),
+        ...(maxErrorRate === undefined ? {} : { maxErrorRate }),
       },
     });
     if (idempotencyKey) idem.finish(accountId, idempotencyKey, fingerprint, job.id);
