@@ -31,6 +31,15 @@ export interface BatchCharge {
   unpaidFrom: number | undefined;
 }
 
+/** What one checkpoint batch of several lookups paid for. */
+export interface RowsCharge {
+  /** Keys charged now, each 1 credit, by kind index. */
+  charged: Set<string>[];
+  /** The first row the balance could not pay for, if any; no item of it was charged. */
+  unpaidRow: number | undefined;
+  total: number;
+}
+
 /**
  * Accounts, the append-only ledger, the repeat-free billing cache and credit reservations.
  * Every method is synchronous so that callers can compose them inside one checkpoint transaction.
@@ -158,37 +167,70 @@ export class BillingStore {
   }
 
   /**
-   * Settles one checkpoint batch: each key the account has not paid for since `since` costs one
-   * credit, in the order given, until the balance runs out. One ledger line (with an id derived
-   * from the batch) and one balance update cover the batch; billing_cache records each key.
-   * Must run inside the checkpoint transaction, so the charges commit with the rows they pay for.
+   * Settles one batch of keys of one kind: `chargeRows` with every key its own row, for callers
+   * with a single lookup.
    */
   chargeBatch(input: { accountId: string; kind: string; keys: readonly string[]; jobId: string; batchId: string; now: number; since: number }): BatchCharge {
-    const { accountId, kind, keys, now } = input;
-    const fresh = this.freshlyBilled(accountId, kind, keys, input.since);
+    const { keys, kind, ...rest } = input;
+    const charge = this.chargeRows({ ...rest, kinds: [kind], items: keys.map((key, i) => ({ kind: 0, key, row: i })) });
+    return { charged: charge.charged[0]!, unpaidFrom: charge.unpaidRow };
+  }
+
+  /**
+   * Settles one checkpoint batch: each (kind, key) the account has not paid for since `since` costs
+   * one credit, in the order given, until the balance runs out. A row is paid for whole or not at
+   * all: when the balance runs out inside a row, none of that row's items is charged, and
+   * `unpaidRow` says where the paid rows end. One ledger line per kind (its id derived from the
+   * batch, and the kind after the first) and one balance update cover the batch; billing_cache
+   * records each key. Must run inside the checkpoint transaction, so the charges commit with the
+   * rows they pay for.
+   */
+  chargeRows(input: {
+    accountId: string;
+    /** The lookup kinds, indexed by `items[].kind`. */
+    kinds: readonly string[];
+    /** In row order. */
+    items: ReadonlyArray<{ kind: number; key: string; row: number }>;
+    jobId: string;
+    batchId: string;
+    now: number;
+    since: number;
+  }): RowsCharge {
+    const { accountId, kinds, items, now } = input;
+    const fresh = kinds.map((kind, k) => this.freshlyBilled(accountId, kind, items.flatMap((item) => (item.kind === k ? [item.key] : [])), input.since));
     const balance = this.requireAccount(accountId).credits;
-    const charged = new Set<string>();
-    let unpaidFrom: number | undefined;
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i]!;
-      if (fresh.has(key) || charged.has(key)) continue;
-      if (charged.size === balance) {
-        unpaidFrom = i;
+    const charged = kinds.map(() => new Set<string>());
+    const order: { kind: number; key: string; row: number }[] = [];
+    let unpaidRow: number | undefined;
+    for (const item of items) {
+      if (fresh[item.kind]!.has(item.key) || charged[item.kind]!.has(item.key)) continue;
+      if (order.length === balance) {
+        unpaidRow = item.row;
+        // Whatever this row had already been granted goes back: its rows are not committed.
+        while (order.length > 0 && order[order.length - 1]!.row === item.row) {
+          const undone = order.pop()!;
+          charged[undone.kind]!.delete(undone.key);
+        }
         break;
       }
-      charged.add(key);
+      charged[item.kind]!.add(item.key);
+      order.push(item);
     }
-    if (charged.size === 0) return { charged, unpaidFrom };
-    const ledgerId = chargeLedgerId(accountId, input.jobId, input.batchId);
-    if (this.stmts.insertLedger.run(ledgerId, accountId, -charged.size, 'charge', kind, input.jobId, now).changes === 0) {
-      throw new AppError(ERROR_CODES.internal, `batch ${input.batchId} of ${input.jobId} was already charged`);
-    }
-    if (this.stmts.spend.run(charged.size, accountId, charged.size).changes === 0) {
+    if (order.length === 0) return { charged, unpaidRow, total: 0 };
+    if (this.stmts.spend.run(order.length, accountId, order.length).changes === 0) {
       throw new AppError(ERROR_CODES.internal, `balance of ${accountId} changed inside a transaction`);
     }
     const seq = this.seq(accountId);
-    for (const key of charged) this.stmts.upsertBilling.run(seq, kind, key, now, ledgerId);
-    return { charged, unpaidFrom };
+    kinds.forEach((kind, k) => {
+      const keys = charged[k]!;
+      if (keys.size === 0) return;
+      const ledgerId = chargeLedgerId(accountId, input.jobId, k === 0 ? input.batchId : `${input.batchId}:${kind}`);
+      if (this.stmts.insertLedger.run(ledgerId, accountId, -keys.size, 'charge', kind, input.jobId, now).changes === 0) {
+        throw new AppError(ERROR_CODES.internal, `batch ${input.batchId} of ${input.jobId} was already charged for ${kind}`);
+      }
+      for (const key of keys) this.stmts.upsertBilling.run(seq, kind, key, now, ledgerId);
+    });
+    return { charged, unpaidRow, total: order.length };
   }
 
   /**

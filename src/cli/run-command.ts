@@ -6,6 +6,7 @@ import { jobSummary, type JobSummary } from '../jobs/job-summary.js';
 import { parseErrorRate } from '../jobs/job-service.js';
 import { Worker } from '../jobs/worker.js';
 import type { Engine } from '../jobs/engine.js';
+import { parseLookups } from '../../pipelines/index.js';
 import { parseCountry } from '../../pipelines/phone-breaches.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
@@ -13,7 +14,8 @@ import { formatJob } from './format-job.js';
 import { ensureLocalAccount } from './local-account.js';
 import { progressReporter } from './progress.js';
 
-export const RUN_USAGE = 'sluice run FILE [--type gender|phone_breaches|company] [--account ID] [--column NAME] [--default-country CC] [--max-error-rate R] [--out DIR] [--json]';
+export const RUN_USAGE =
+  'sluice run FILE [--type gender|phone_breaches|company[,...]] [--lookup TYPE[:COLUMN]]... [--account ID] [--column NAME] [--default-country CC] [--max-error-rate R] [--out DIR] [--json]';
 
 export interface RunResult {
   summary: JobSummary;
@@ -30,7 +32,8 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
   const { values, positionals } = parseCommand(
     args,
     {
-      type: { type: 'string', default: 'gender' },
+      type: { type: 'string' },
+      lookup: { type: 'string', multiple: true },
       account: { type: 'string' },
       column: { type: 'string' },
       'default-country': { type: 'string' },
@@ -41,7 +44,8 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
   );
   const result = await runJob(engine, {
     file: positionals[0]!,
-    type: values.type as string,
+    type: values.type as string | undefined,
+    lookups: values.lookup as string[] | undefined,
     accountId: values.account as string | undefined,
     column: values.column as string | undefined,
     defaultCountry: values['default-country'] as string | undefined,
@@ -61,7 +65,10 @@ export async function runJob(
   engine: Engine,
   input: {
     file: string;
-    type: string;
+    /** One job type, or several joined by commas; `gender` when neither this nor `lookups` is given. */
+    type?: string | undefined;
+    /** One `TYPE` or `TYPE:COLUMN` per lookup, for a job with several lookups per row. */
+    lookups?: string[] | undefined;
     accountId?: string;
     column?: string;
     /** ISO 3166-1 alpha-2, any case: phone numbers without a country code are read as that country's. */
@@ -84,15 +91,17 @@ export async function runJob(
   if (input.maxErrorRate !== undefined && maxErrorRate === undefined) {
     throw new AppError(ERROR_CODES.badArgument, `--max-error-rate must be a number from 0 to 1, such as 0.05, got "${input.maxErrorRate}"`);
   }
+  const asked = parseLookups({ type: input.type ?? (input.lookups?.length ? undefined : 'gender'), column: input.column, lookup: input.lookups });
   const accountId = input.accountId ?? ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now());
 
   const job = await jobService.submit({
     accountId,
-    type: input.type,
+    type: asked.type,
     body: fs.createReadStream(input.file),
     inputName: path.basename(input.file),
     options: {
-      ...(input.column === undefined ? {} : { column: input.column }),
+      ...(asked.column === undefined ? {} : { column: asked.column }),
+      ...(asked.lookups === undefined ? {} : { lookups: asked.lookups }),
       ...(input.downloadLink ? { downloadLink: true } : {}),
       ...(defaultCountry === undefined ? {} : { defaultCountry }),
       ...(maxErrorRate === undefined ? {} : { maxErrorRate }),

@@ -1,10 +1,10 @@
 import { Readable } from 'node:stream';
-import { pipelineFor } from '../../pipelines/index.js';
+import { jobLookups } from '../../pipelines/index.js';
 import { chunkObjectKey, partObjectKey, resultObjectKey } from './chunk-format.js';
 import type { EngineDeps } from './engine-deps.js';
 import { EXPORT_FILTERS } from './job-states.js';
 import type { JobRecord, Lease } from './job-store.js';
-import { outputHeader } from './process-chunk.js';
+import { outputHeader } from './render-row.js';
 import { jobEndEvent } from './job-events.js';
 
 /**
@@ -13,7 +13,7 @@ import { jobEndEvent } from './job-events.js';
  * Assembling again after a crash rewrites the same bytes.
  */
 export async function assembleJob(deps: EngineDeps, job: JobRecord, lease: Lease, signal: AbortSignal): Promise<void> {
-  const header = outputHeader(job, pipelineFor(job.type));
+  const header = outputHeader(job.header, jobLookups(job.type, job.options));
   const chunkCount = job.chunkCount ?? 0;
   for (const filter of EXPORT_FILTERS) {
     await deps.objects.putStream(resultObjectKey(job.id, filter), Readable.from(concatenate(deps, job.id, chunkCount, filter, header, signal)), {

@@ -51,3 +51,36 @@ export function csvRecords(text: string): string[] {
   if (start < text.length) records.push(text.slice(start));
   return records;
 }
+
+/** The cells of one record written by `csvLine` (with or without its `\n`): `csvLine`'s inverse. */
+export function csvCells(record: string): string[] {
+  const end = record.endsWith('\n') ? record.length - 1 : record.length;
+  const cells: string[] = [];
+  let i = 0;
+  for (;;) {
+    if (record.charCodeAt(i) === 0x22) {
+      let cell = '';
+      let from = i + 1;
+      for (;;) {
+        const quote = record.indexOf('"', from);
+        if (quote < 0 || quote >= end) throw new Error('unterminated quoted cell');
+        cell += record.slice(from, quote);
+        if (record.charCodeAt(quote + 1) === 0x22) {
+          cell += '"';
+          from = quote + 2;
+        } else {
+          i = quote + 1;
+          break;
+        }
+      }
+      cells.push(cell);
+    } else {
+      const comma = record.indexOf(',', i);
+      const stop = comma < 0 || comma >= end ? end : comma;
+      cells.push(record.slice(i, stop));
+      i = stop;
+    }
+    if (i >= end) return cells;
+    i++; // the comma
+  }
+}

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { pipelineFor } from '../../pipelines/index.js';
+import { jobLookups } from '../../pipelines/index.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { PresignedUrl } from '../storage/s3/object-store.js';
 import type { EngineDeps } from './engine-deps.js';
@@ -23,7 +23,7 @@ export class JobService {
 
   /** Streams the input into the object store, then queues the job. Nothing is buffered whole. */
   async submit(input: SubmitJob): Promise<JobRecord> {
-    pipelineFor(input.type);
+    jobLookups(input.type, input.options);
     this.deps.billing.requireAccount(input.accountId);
     const staged = await this.stageInput(input.body, input.onUploadProgress);
     return this.create({ ...staged, accountId: input.accountId, type: input.type, inputName: input.inputName, options: input.options });
@@ -41,7 +41,7 @@ export class JobService {
   }
 
   create(input: { jobId: string; inputKey: string; accountId: string; type: string; inputName: string | null; options: JobOptions }): JobRecord {
-    pipelineFor(input.type);
+    jobLookups(input.type, input.options);
     return this.deps.jobs.create({
       id: input.jobId,
       accountId: input.accountId,

@@ -6,6 +6,8 @@ import { JOB_PHASES, JOB_STATUSES, TERMINAL_STATUSES, type JobPhase, type JobSta
 export interface JobOptions {
   /** Header the caller named as the key column (compared without case). */
   column?: string;
+  /** Several lookups per row, in output order; the job's `type` is then their types joined by commas. */
+  lookups?: { type: string; column?: string }[];
   downloadLink?: boolean;
   /** ISO 3166-1 alpha-2 country for phone numbers written without a country code. */
   defaultCountry?: string;
@@ -78,8 +80,19 @@ export interface BatchOutput {
   rowFlags: Buffer;
 }
 
-/** Bits of a row's flag byte. */
+/**
+ * Bits of a row's flag byte: whether the row is in `found` and in `errors`, and in a job with
+ * several lookups (at most 3), which of them failed and which found something.
+ */
 export const ROW_FLAGS = { found: 1, error: 2 } as const;
+
+export function lookupErrorFlag(lookup: number): number {
+  return 4 << lookup;
+}
+
+export function lookupFoundFlag(lookup: number): number {
+  return 32 << lookup;
+}
 
 export function countFlagged(flags: Uint8Array, bit: number): number {
   let n = 0;

@@ -1,16 +1,16 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { pipelineFor } from '../../pipelines/index.js';
-import type { Pipeline } from '../../pipelines/pipeline.js';
-import type { LookupOutcome } from '../lookups/lookup-provider.js';
+import { jobLookups, type JobLookup } from '../../pipelines/index.js';
+import type { LookupOutcome, LookupProvider } from '../lookups/lookup-provider.js';
 import { DAY_MS } from '../shared/clock.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
-import { chunkObjectKey, decodeChunkRow, partObjectKey, ROW_KINDS, type ChunkRow } from './chunk-format.js';
-import { csvLine, csvRecords, escapeFormula } from './csv-writer.js';
+import { chunkObjectKey, decodeChunkRow, partObjectKey, ROW_KINDS, rowKey, type ChunkRow, type RowKey } from './chunk-format.js';
+import { csvCells, csvLine, csvRecords } from './csv-writer.js';
 import type { EngineDeps } from './engine-deps.js';
 import { jobEndEvent } from './job-events.js';
-import { EXPORT_FILTERS, JOB_STATUSES, PAUSE_REASONS, ROW_STATUSES, type ExportFilter } from './job-states.js';
-import { ROW_FLAGS, type ChunkRecord, type JobRecord, type Lease, type RowCounters } from './job-store.js';
+import { EXPORT_FILTERS, JOB_STATUSES, PAUSE_REASONS, ROW_STATUSES, type ExportFilter, type RowStatus } from './job-states.js';
+import { lookupErrorFlag, lookupFoundFlag, ROW_FLAGS, type ChunkRecord, type JobRecord, type Lease, type RowCounters } from './job-store.js';
 import { lookupBatch } from './lookup-batch.js';
+import { groupWidth, lookupCells, lookupStatus, originalCells, rowStatus, type LookupCell } from './render-row.js';
 
 export type ChunkOutcome = 'done' | 'stopped' | 'paused';
 
@@ -25,8 +25,25 @@ interface ChunkContext {
   job: JobRecord;
   chunk: ChunkRecord;
   lease: Lease;
-  pipeline: Pipeline;
+  lookups: readonly ActiveLookup[];
   signal: AbortSignal;
+  /** In a retry pass: the rows being redone (indexes into the chunk) and their earlier state. */
+  retry: RetryState | undefined;
+}
+
+interface ActiveLookup extends JobLookup {
+  kind: string;
+  provider: LookupProvider;
+  /** Where this lookup's cells start in a row of a several-lookup job. */
+  offset: number;
+}
+
+interface RetryState {
+  /** Chunk row index of each position of the pass. */
+  order: readonly number[];
+  /** The chunk's rows as the last pass wrote them, and their flags. */
+  records: readonly string[];
+  flags: Buffer;
 }
 
 /**
@@ -43,10 +60,11 @@ export async function processChunk(
   stop: AbortSignal,
 ): Promise<ChunkOutcome> {
   const job = deps.jobs.require(chunk.jobId);
-  const ctx: ChunkContext = { deps, job, chunk, lease, pipeline: pipelineFor(job.type), signal };
+  const ctx: ChunkContext = { deps, job, chunk, lease, lookups: activeLookups(deps, job), signal, retry: undefined };
   const lines = (await deps.objects.getBytes(chunkObjectKey(job.id, chunk.chunkIndex), signal)).toString('utf8').split('\n');
   // The first pass works through every row; a retry pass through the rows that failed before.
-  const order = chunk.pass === 0 ? undefined : flaggedRows(chunk.rowFlags, ROW_FLAGS.error);
+  if (chunk.pass > 0) ctx.retry = await loadRetry(ctx);
+  const order = ctx.retry?.order;
   let cursor = chunk.cursor;
   const started = deps.clock.now();
   while (cursor < chunk.passRows) {
@@ -62,66 +80,133 @@ export async function processChunk(
     // chain of microtasks: HTTP requests, the lease heartbeat and the S3 host would wait seconds.
     await yieldToEventLoop();
   }
-  const flags = order === undefined ? await writeParts(ctx) : await rewriteParts(ctx, order);
+  const flags = ctx.retry === undefined ? await writeParts(ctx) : await rewriteParts(ctx, ctx.retry);
   deps.jobs.completeChunk(job.id, chunk.chunkIndex, lease, flags.some((f) => (f & ROW_FLAGS.error) !== 0) ? flags : null, deps.clock.now());
   return 'done';
 }
 
-async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number): Promise<{ committed: number; paused: boolean }> {
-  const { deps, job, chunk, pipeline } = ctx;
-  const kind = pipeline.lookupKind;
-  const provider = deps.providers.get(kind);
-  if (!provider) throw new AppError(ERROR_CODES.internal, `no lookup provider for ${kind}`);
-  const since = deps.clock.now() - deps.repeatFreeDays * DAY_MS;
+function activeLookups(deps: EngineDeps, job: JobRecord): ActiveLookup[] {
+  let offset = job.header?.length ?? 0;
+  return jobLookups(job.type, job.options).map((lookup) => {
+    const kind = lookup.pipeline.lookupKind;
+    const provider = deps.providers.get(kind);
+    if (!provider) throw new AppError(ERROR_CODES.internal, `no lookup provider for ${kind}`);
+    const active = { ...lookup, kind, provider, offset };
+    offset += groupWidth(lookup);
+    return active;
+  });
+}
 
-  const firstKeys = rows.filter((r) => r.kind === ROW_KINDS.lookup).map((r) => r.value);
-  const allKeys = [...new Set(rows.filter((r) => r.kind !== ROW_KINDS.invalid).map((r) => r.value))];
-  const billed = deps.billing.freshlyBilled(job.accountId, kind, firstKeys, since);
-  const cached = deps.results.getMany<unknown>(kind, allKeys, since);
+/** A retry pass starts from the chunk's part as the last pass left it. */
+async function loadRetry(ctx: ChunkContext): Promise<RetryState> {
+  const { deps, job, chunk } = ctx;
+  const records = csvRecords((await deps.objects.getBytes(partObjectKey(job.id, chunk.chunkIndex, 'all'), ctx.signal)).toString('utf8'));
+  const flags = chunk.rowFlags ?? Buffer.alloc(0);
+  if (records.length !== chunk.rowCount || flags.length !== chunk.rowCount) {
+    throw new AppError(ERROR_CODES.internal, `chunk ${chunk.chunkIndex} of ${job.id}: part has ${records.length} rows, flags ${flags.length}, chunk ${chunk.rowCount}`);
+  }
+  return { order: flaggedRows(flags, ROW_FLAGS.error), records, flags };
+}
+
+async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number): Promise<{ committed: number; paused: boolean }> {
+  const { deps, job, chunk, lookups, retry } = ctx;
+  const since = deps.clock.now() - deps.repeatFreeDays * DAY_MS;
+  // In a retry pass, a lookup that answered a row before keeps its cells; only failed ones are redone.
+  const previous = retry && rows.map((_, i) => retry.order[cursor + i]!);
+  const redo = (i: number, l: number): boolean => previous === undefined || lookups.length === 1 || (retry!.flags[previous[i]!]! & lookupErrorFlag(l)) !== 0;
+
+  const plans = lookups.map((lookup, l) => {
+    const firstKeys: string[] = [];
+    const allKeys = new Set<string>();
+    rows.forEach((row, i) => {
+      const key = rowKey(row, l);
+      if (!redo(i, l) || key.kind === ROW_KINDS.invalid) return;
+      if (key.kind === ROW_KINDS.lookup) firstKeys.push(key.value);
+      allKeys.add(key.value);
+    });
+    return {
+      lookup,
+      billed: deps.billing.freshlyBilled(job.accountId, lookup.kind, firstKeys, since),
+      cached: deps.results.getMany<unknown>(lookup.kind, [...allKeys], since),
+    };
+  });
 
   // Reserve before looking up: rows this account cannot pay for are not looked up at all.
-  const billable = rows.flatMap((r, i) => (r.kind === ROW_KINDS.lookup && !billed.has(r.value) ? [i] : []));
-  const granted = billable.length === 0 ? 0 : deps.billing.reserve(job.accountId, job.id, chunk.chunkIndex, billable.length);
-  const cut = granted < billable.length ? billable[granted]! : rows.length;
+  const units = rows.map((row, i) =>
+    plans.reduce((n, { billed }, l) => {
+      const key = rowKey(row, l);
+      return n + (redo(i, l) && key.kind === ROW_KINDS.lookup && !billed.has(key.value) ? 1 : 0);
+    }, 0),
+  );
+  const wanted = units.reduce((a, b) => a + b, 0);
+  const granted = wanted === 0 ? 0 : deps.billing.reserve(job.accountId, job.id, chunk.chunkIndex, wanted);
+  let cut = 0;
+  for (let sum = 0; cut < rows.length && sum + units[cut]! <= granted; cut++) sum += units[cut]!;
   const todo = rows.slice(0, cut);
 
-  const misses = [...new Set(todo.filter((r) => r.kind !== ROW_KINDS.invalid && !cached.has(r.value)).map((r) => r.value))];
-  const answers = await lookupBatch(misses, { accountId: job.accountId, provider, limiters: deps.limiters, signal: ctx.signal });
+  const answers = await Promise.all(
+    plans.map(({ lookup, cached }, l) => {
+      const misses = new Set<string>();
+      todo.forEach((row, i) => {
+        const key = rowKey(row, l);
+        if (redo(i, l) && key.kind !== ROW_KINDS.invalid && !cached.has(key.value)) misses.add(key.value);
+      });
+      return lookupBatch([...misses], { accountId: job.accountId, provider: lookup.provider, limiters: deps.limiters, signal: ctx.signal });
+    }),
+  );
 
   const now = deps.clock.now();
-  if ([...answers.values()].some((a) => !a.ok && a.code === ERROR_CODES.providerUnavailable)) return pauseForProvider(ctx, now);
+  if (answers.some((a) => [...a.values()].some((o) => !o.ok && o.code === ERROR_CODES.providerUnavailable))) return pauseForProvider(ctx, now);
   return deps.db.transaction(() => {
-    const outcomes = todo.map((row) => outcomeOf(row, cached, answers));
+    const outcomes = plans.map(({ cached }, l) => todo.map((row, i) => (redo(i, l) ? outcomeOf(rowKey(row, l), cached, answers[l]!) : undefined)));
     // Only first occurrences that were answered are billable; the rest are free by rule.
-    const payable = todo.flatMap((row, i) => (row.kind === ROW_KINDS.lookup && outcomes[i]?.ok ? [i] : []));
-    const charge = deps.billing.chargeBatch({
+    const items: { kind: number; key: string; row: number }[] = [];
+    todo.forEach((row, i) => {
+      plans.forEach((_, l) => {
+        const key = rowKey(row, l);
+        if (redo(i, l) && key.kind === ROW_KINDS.lookup && outcomes[l]![i]?.ok) items.push({ kind: l, key: key.value, row: i });
+      });
+    });
+    const charge = deps.billing.chargeRows({
       accountId: job.accountId,
-      kind,
-      keys: payable.map((i) => todo[i]!.value),
+      kinds: lookups.map((l) => l.kind),
+      items,
       jobId: job.id,
       // A retry pass redoes rows under cursors the first pass used: its batches get ids of their own.
       batchId: chunk.pass === 0 ? `${chunk.chunkIndex}:${cursor}` : `${chunk.chunkIndex}:${cursor}:pass${chunk.pass}`,
       now,
       since,
     });
-    const stopAt = charge.unpaidFrom === undefined ? todo.length : payable[charge.unpaidFrom]!;
-    const counters: RowCounters = { processed: stopAt, found: 0, invalid: 0, duplicate: 0, error: 0, credits: charge.charged.size };
+    const stopAt = charge.unpaidRow ?? todo.length;
+    const counters: RowCounters = { processed: stopAt, found: 0, invalid: 0, duplicate: 0, error: 0, credits: charge.total };
     const output = { allText: '', foundText: '', errorsText: '', rowFlags: Buffer.alloc(stopAt) };
     for (let i = 0; i < stopAt; i++) {
       const row = todo[i]!;
-      const outcome = outcomes[i];
-      const rendered = renderRow(ctx, row, outcome, cached.has(row.value), charge.charged.has(row.value), counters);
-      if (row.kind === ROW_KINDS.lookup && outcome?.ok && !cached.has(row.value)) deps.results.put(kind, row.value, outcome.result, now);
+      const cells: (LookupCell | undefined)[] = plans.map(({ cached }, l) => {
+        if (!redo(i, l)) return undefined;
+        const key = rowKey(row, l);
+        return { key, outcome: outcomes[l]![i], hit: cached.has(key.value), charged: key.kind === ROW_KINDS.lookup && charge.charged[l]!.has(key.value) };
+      });
+      const before = previous && { record: retry!.records[previous[i]!]!, flags: retry!.flags[previous[i]!]! };
+      const rendered = renderRow(ctx, row, cells, before);
+      plans.forEach(({ lookup, cached }, l) => {
+        const key = rowKey(row, l);
+        const outcome = outcomes[l]![i];
+        if (redo(i, l) && key.kind === ROW_KINDS.lookup && outcome?.ok && !cached.has(key.value)) deps.results.put(lookup.kind, key.value, outcome.result, now);
+      });
+      if (rendered.status !== ROW_STATUSES.ok) counters[rendered.status]++;
+      if (rendered.flags & ROW_FLAGS.found) counters.found++;
       output.allText += rendered.text;
-      if (rendered.found) output.foundText += rendered.text;
-      if (outcome?.ok === false) output.errorsText += rendered.text;
-      output.rowFlags[i] = (rendered.found ? ROW_FLAGS.found : 0) | (outcome?.ok === false ? ROW_FLAGS.error : 0);
+      if (rendered.flags & ROW_FLAGS.found) output.foundText += rendered.text;
+      if (rendered.flags & ROW_FLAGS.error) output.errorsText += rendered.text;
+      output.rowFlags[i] = rendered.flags;
+      // A retried row was counted, as an error, by the pass before: it now counts as what it became.
+      if (before) {
+        counters.error--;
+        if (before.flags & ROW_FLAGS.found) counters.found--;
+      }
     }
-    if (chunk.pass > 0) {
-      // These rows were counted, as errors, by an earlier pass: they now count as what they became.
-      counters.processed = 0;
-      counters.error -= stopAt;
-    }
+    if (previous) counters.processed = 0;
     if (stopAt > 0) {
       deps.jobs.advanceChunk(job.id, chunk.chunkIndex, ctx.lease, cursor, stopAt);
       deps.jobs.insertOutput(job.id, chunk.chunkIndex, cursor, output);
@@ -173,52 +258,48 @@ function failForErrorBudget(ctx: ChunkContext, now: number): void {
   deps.log.warn({ jobId: job.id }, 'failure budget exceeded; job failed');
 }
 
-function outcomeOf(row: ChunkRow, cached: Map<string, unknown>, answers: Map<string, LookupOutcome<unknown>>): LookupOutcome<unknown> | undefined {
-  if (row.kind === ROW_KINDS.invalid) return undefined;
-  return cached.has(row.value) ? { ok: true, result: cached.get(row.value) } : answers.get(row.value);
+function outcomeOf(key: RowKey, cached: Map<string, unknown>, answers: Map<string, LookupOutcome<unknown>>): LookupOutcome<unknown> | undefined {
+  if (key.kind === ROW_KINDS.invalid) return undefined;
+  return cached.has(key.value) ? { ok: true, result: cached.get(key.value) } : answers.get(key.value);
 }
 
-/** One result row's text, and its share of the batch's counters. */
+/**
+ * One result row's text, its status and its ROW_FLAGS. `cells` has one entry per lookup; an
+ * undefined entry (a lookup a retry pass does not redo) keeps its cells from `previous`, the row
+ * as the last pass wrote it.
+ */
 function renderRow(
   ctx: ChunkContext,
   row: ChunkRow,
-  outcome: LookupOutcome<unknown> | undefined,
-  hit: boolean,
-  charged: boolean,
-  counters: RowCounters,
-): { text: string; found: boolean } {
-  const { job, pipeline } = ctx;
-  const width = job.header?.length ?? 0;
-  if (outcome === undefined) {
-    counters.invalid++;
-    return { text: line(width, row.cells, emptyCells(pipeline), ROW_STATUSES.invalid, 0, false, row.value), found: false };
+  cells: readonly (LookupCell | undefined)[],
+  previous: { record: string; flags: number } | undefined,
+): { text: string; status: RowStatus; flags: number } {
+  const { job, lookups } = ctx;
+  const out = originalCells(job.header?.length ?? 0, row.cells);
+  if (lookups.length === 1) {
+    const { status, found } = lookupStatus(lookups[0]!, cells[0]!);
+    out.push(...lookupCells(lookups[0]!, cells[0]!));
+    return { text: csvLine(out), status, flags: (found ? ROW_FLAGS.found : 0) | (status === ROW_STATUSES.error ? ROW_FLAGS.error : 0) };
   }
-  if (!outcome.ok) {
-    counters.error++;
-    return { text: line(width, row.cells, emptyCells(pipeline), ROW_STATUSES.error, 0, false, outcome.code), found: false };
-  }
-  const found = pipeline.isFound(outcome.result);
-  if (found) counters.found++;
-  const cells = pipeline.resultCells(outcome.result);
-  if (row.kind === ROW_KINDS.duplicate) {
-    counters.duplicate++;
-    // Whether a repeat's answer came from the cache depends on chunk timing, so it is not shown.
-    return { text: line(width, row.cells, cells, ROW_STATUSES.duplicate, 0, false, ''), found };
-  }
-  return { text: line(width, row.cells, cells, ROW_STATUSES.ok, charged ? 1 : 0, hit, ''), found };
-}
-
-function emptyCells(pipeline: Pipeline): string[] {
-  return pipeline.resultColumns.map(() => '');
-}
-
-function line(width: number, original: string[], result: string[], status: string, credits: number, cached: boolean, error: string): string {
-  const cells = original.map(escapeFormula);
-  // Short rows are padded so that the result columns stay under their headers.
-  while (cells.length < width) cells.push('');
-  for (const cell of result) cells.push(escapeFormula(cell));
-  cells.push(status, String(credits), cached ? 'true' : 'false', escapeFormula(error));
-  return csvLine(cells);
+  const old = previous === undefined ? undefined : csvCells(previous.record);
+  const statuses: string[] = [];
+  let credits = 0;
+  let flags = 0;
+  lookups.forEach((lookup, l) => {
+    const cell = cells[l];
+    const group = cell === undefined ? old!.slice(lookup.offset, lookup.offset + groupWidth(lookup)) : lookupCells(lookup, cell);
+    const at = lookup.pipeline.resultColumns.length;
+    const status = group[at]!;
+    const found = cell === undefined ? (previous!.flags & lookupFoundFlag(l)) !== 0 : lookupStatus(lookup, cell).found;
+    statuses.push(status);
+    credits += Number(group[at + 1]);
+    if (found) flags |= ROW_FLAGS.found | lookupFoundFlag(l);
+    if (status === ROW_STATUSES.error) flags |= ROW_FLAGS.error | lookupErrorFlag(l);
+    out.push(...group);
+  });
+  const status = rowStatus(statuses);
+  out.push(status, String(credits));
+  return { text: csvLine(out), status, flags };
 }
 
 /**
@@ -244,18 +325,15 @@ async function writeParts(ctx: ChunkContext): Promise<Buffer> {
  * text, and `found` and `errors` made again from it. Rows are cut from our own CSV, so a line end
  * inside quotes never splits a row. Returns the chunk's new row flags.
  */
-async function rewriteParts(ctx: ChunkContext, order: readonly number[]): Promise<Buffer> {
+async function rewriteParts(ctx: ChunkContext, retry: RetryState): Promise<Buffer> {
   const { deps, job, chunk } = ctx;
-  const rows = csvRecords((await deps.objects.getBytes(partObjectKey(job.id, chunk.chunkIndex, 'all'), ctx.signal)).toString('utf8'));
-  const flags = Buffer.from(chunk.rowFlags ?? Buffer.alloc(rows.length));
-  if (rows.length !== chunk.rowCount || flags.length !== chunk.rowCount) {
-    throw new AppError(ERROR_CODES.internal, `chunk ${chunk.chunkIndex} of ${job.id}: part has ${rows.length} rows, flags ${flags.length}, chunk ${chunk.rowCount}`);
-  }
+  const rows = [...retry.records];
+  const flags = Buffer.from(retry.flags);
   let at = 0;
   for (const output of deps.jobs.outputs(job.id, chunk.chunkIndex)) {
     const retried = csvRecords(output.allText);
     retried.forEach((text, i) => {
-      const row = order[at + i]!;
+      const row = retry.order[at + i]!;
       rows[row] = text;
       flags[row] = output.rowFlags[i]!;
     });
@@ -282,8 +360,4 @@ function flaggedRows(flags: Buffer | null, bit: number): number[] {
     if (f & bit) rows.push(i);
   });
   return rows;
-}
-
-export function outputHeader(job: JobRecord, pipeline: Pipeline): string {
-  return csvLine([...(job.header ?? []).map(escapeFormula), ...pipeline.resultColumns, 'status', 'credits', 'cached', 'error']);
 }

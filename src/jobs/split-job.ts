@@ -1,7 +1,7 @@
-import { pipelineFor } from '../../pipelines/index.js';
+import { jobLookups, type JobLookup } from '../../pipelines/index.js';
 import type { NormaliseOptions, Pipeline } from '../../pipelines/pipeline.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
-import { chunkObjectKey, encodeChunkRow, ROW_KINDS } from './chunk-format.js';
+import { chunkObjectKey, encodeChunkRow, ROW_KINDS, type RowKey } from './chunk-format.js';
 import { readCsvRows } from './csv-reader.js';
 import type { EngineDeps } from './engine-deps.js';
 import type { JobRecord, Lease } from './job-store.js';
@@ -9,7 +9,8 @@ import { KeySet } from './key-set.js';
 
 interface KeyColumn {
   header: string[];
-  index: number;
+  /** Column of each lookup's key, in lookup order. */
+  indexes: number[];
   /** A file with no header row: its first row is data. */
   firstRowIsData: boolean;
 }
@@ -22,11 +23,13 @@ interface KeyColumn {
  */
 export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, signal: AbortSignal): Promise<void> {
   const { limits } = deps;
-  const pipeline = pipelineFor(job.type);
+  const lookups = jobLookups(job.type, job.options);
   const normaliseOptions: NormaliseOptions = { defaultCountry: job.options.defaultCountry };
-  const seen = new KeySet();
+  // In-file dedupe is per lookup: a row may repeat an earlier row's email and still be the first of its company.
+  const seen = lookups.map(() => new KeySet());
   const chunks: { firstRow: number; rowCount: number }[] = [];
   let keyColumn: KeyColumn | undefined;
+  let keyIndexes: number[] = [];
   let lines: string[] = [];
   let totalRows = 0;
   let width = 0;
@@ -49,7 +52,8 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
   for await (const batch of readCsvRows(input, { maxLineBytes: limits.maxLineBytes }, signal)) {
     for (const cells of batch) {
       if (keyColumn === undefined) {
-        keyColumn = findKeyColumn(cells, pipeline, job.options.column, normaliseOptions);
+        keyColumn = findKeyColumns(cells, lookups, normaliseOptions);
+        keyIndexes = keyColumn.indexes;
         if (!keyColumn.firstRowIsData) continue;
       }
       totalRows++;
@@ -59,13 +63,12 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
           details: { maxRows: limits.maxRows },
         });
       }
-      const normalised = pipeline.normalise(cells[keyColumn.index] ?? '', normaliseOptions);
-      if (!normalised.ok) {
-        lines.push(encodeChunkRow(ROW_KINDS.invalid, normalised.code, cells));
-      } else {
-        const kind = seen.add(normalised.key) ? ROW_KINDS.lookup : ROW_KINDS.duplicate;
-        lines.push(encodeChunkRow(kind, normalised.key, cells));
-      }
+      const keys: RowKey[] = lookups.map(({ pipeline }, l) => {
+        const normalised = pipeline.normalise(cells[keyIndexes[l]!] ?? '', normaliseOptions);
+        if (!normalised.ok) return { kind: ROW_KINDS.invalid, value: normalised.code };
+        return { kind: seen[l]!.add(normalised.key) ? ROW_KINDS.lookup : ROW_KINDS.duplicate, value: normalised.key };
+      });
+      lines.push(encodeChunkRow(keys, cells));
       if (lines.length === limits.chunkRows) await flush();
     }
   }
@@ -74,8 +77,8 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
   await flush();
   await pendingPut;
 
-  deps.jobs.finishSplit(job.id, lease, { header: widen(keyColumn.header, width), keyColumn: keyColumn.index, totalRows, chunks }, deps.clock.now());
-  deps.log.info({ jobId: job.id, rows: totalRows, chunks: chunks.length, duplicates: totalRows - seen.size }, 'job split');
+  deps.jobs.finishSplit(job.id, lease, { header: widen(keyColumn.header, width), keyColumn: keyColumn.indexes[0]!, totalRows, chunks }, deps.clock.now());
+  deps.log.info({ jobId: job.id, rows: totalRows, chunks: chunks.length, distinct: seen.map((s) => s.size) }, 'job split');
 }
 
 /**
@@ -88,10 +91,37 @@ function widen(header: string[], width: number): string[] {
 }
 
 /**
+ * Each lookup's key column, by `findKeyColumn`. A file without a header row can serve one lookup
+ * only: with several, every key column must be found by its header.
+ */
+function findKeyColumns(firstRow: string[], lookups: readonly JobLookup[], options: NormaliseOptions): KeyColumn {
+  if (lookups.length === 1) {
+    const found = findKeyColumn(firstRow, lookups[0]!.pipeline, lookups[0]!.column, options);
+    return { header: found.header, indexes: [found.index], firstRowIsData: found.firstRowIsData };
+  }
+  const indexes = lookups.map(({ pipeline, column }) => {
+    const wanted = (column ?? pipeline.keyHeader).trim().toLowerCase();
+    const index = firstRow.findIndex((cell) => cell.trim().toLowerCase() === wanted);
+    if (index >= 0) return index;
+    if (column !== undefined) throw new AppError(ERROR_CODES.columnNotFound, `no column named "${column}" in the header row`, { details: { column } });
+    throw new AppError(
+      ERROR_CODES.noKeyColumn,
+      `no "${pipeline.keyHeader}" column for the ${pipeline.type} lookup in the header row; name it with lookup=${pipeline.type}:COLUMN`,
+    );
+  });
+  return { header: firstRow, indexes, firstRowIsData: false };
+}
+
+/**
  * The key column is the header the caller named, else the pipeline's own header (`email`), else,
  * when the first row's first cell is itself a valid key, column 1 of a file with no header row.
  */
-export function findKeyColumn(firstRow: string[], pipeline: Pipeline, column: string | undefined, options: NormaliseOptions = {}): KeyColumn {
+export function findKeyColumn(
+  firstRow: string[],
+  pipeline: Pipeline,
+  column: string | undefined,
+  options: NormaliseOptions = {},
+): { header: string[]; index: number; firstRowIsData: boolean } {
   const wanted = (column ?? pipeline.keyHeader).trim().toLowerCase();
   const index = firstRow.findIndex((cell) => cell.trim().toLowerCase() === wanted);
   if (index >= 0) return { header: firstRow, index, firstRowIsData: false };

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { PassThrough, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
-import { isJobType, PIPELINES } from '../../../pipelines/index.js';
+import { isJobType, parseLookups, PIPELINES } from '../../../pipelines/index.js';
 import { parseCountry } from '../../../pipelines/phone-breaches.js';
 import { parseErrorRate } from '../../jobs/job-service.js';
 import type { JobRecord } from '../../jobs/job-store.js';
@@ -14,8 +14,13 @@ const FIELDS = ['type', 'feature', 'download_link', 'column', 'default_country',
 
 export type UploadFields = Partial<Record<(typeof FIELDS)[number], string>>;
 
+/** `lookup` may be given once per lookup; more than this many is not a job but an attack. */
+const MAX_LOOKUP_FIELDS = 8;
+
 interface Received {
   fields: UploadFields;
+  /** Each `lookup` field, in order: `TYPE` or `TYPE:COLUMN`. */
+  lookups: string[];
   fileName: string | null;
   fileSha256: string | null;
   staged: { jobId: string; inputKey: string } | null;
@@ -46,16 +51,12 @@ export async function receiveUpload(
     throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
   }
 
-  const received: Received = { fields: {}, fileName: null, fileSha256: null, staged: null };
+  const received: Received = { fields: {}, lookups: [], fileName: null, fileSha256: null, staged: null };
   try {
     // A replay is only compared, never stored: its bytes are hashed and dropped.
     await readParts(deps, request, claim.state === 'new', received);
     const { fields } = received;
-    const type = typeOf(fields);
-    if (!type) throw httpError(422, ERROR_CODES.invalidRequest, 'type is required');
-    if (!isJobType(type)) {
-      throw httpError(422, ERROR_CODES.unknownJobType, `Invalid request: unknown type "${type.slice(0, 40)}"; use one of ${Object.keys(PIPELINES).join(', ')}`);
-    }
+    const asked = askedLookups(typeOf(fields), fields.column, received.lookups);
     if (fields.download_link !== undefined && fields.download_link !== 'true' && fields.download_link !== 'false') {
       throw httpError(422, ERROR_CODES.invalidRequest, 'download_link must be true or false');
     }
@@ -70,12 +71,13 @@ export async function receiveUpload(
     if (received.fileSha256 === null) throw httpError(422, ERROR_CODES.invalidRequest, 'file is required');
     // Optional fields join the fingerprint only when given, so keys stored before they existed still match.
     const fingerprinted = [
-      type,
-      fields.column ?? null,
+      asked.type,
+      asked.column ?? null,
       fields.download_link ?? 'false',
       received.fileSha256,
       ...(defaultCountry ? [defaultCountry] : []),
       ...(maxErrorRate === undefined ? [] : [`max_error_rate=${maxErrorRate}`]),
+      ...(asked.lookups === undefined ? [] : [`lookups=${JSON.stringify(asked.lookups)}`]),
     ];
     const fingerprint = createHash('sha256').update(JSON.stringify(fingerprinted)).digest('hex');
 
@@ -89,10 +91,11 @@ export async function receiveUpload(
       jobId: received.staged!.jobId,
       inputKey: received.staged!.inputKey,
       accountId,
-      type,
+      type: asked.type,
       inputName: received.fileName,
       options: {
-        ...(fields.column ? { column: fields.column } : {}),
+        ...(asked.column ? { column: asked.column } : {}),
+        ...(asked.lookups ? { lookups: asked.lookups } : {}),
         downloadLink: fields.download_link === 'true',
         ...(defaultCountry ? { defaultCountry } : {}),
         ...(maxErrorRate === undefined ? {} : { maxErrorRate }),
@@ -107,11 +110,34 @@ export async function receiveUpload(
   }
 }
 
+/**
+ * The job's type and lookups from `type` (one type, or several joined by commas), `column`, and the
+ * `lookup` fields (`TYPE` or `TYPE:COLUMN`, one per lookup), with the API's error codes.
+ */
+function askedLookups(type: string | undefined, column: string | undefined, lookups: readonly string[]): ReturnType<typeof parseLookups> {
+  if (lookups.length === 0) {
+    if (!type) throw httpError(422, ERROR_CODES.invalidRequest, 'type is required');
+    const unknown = type.split(',').find((t) => !isJobType(t.trim()));
+    if (unknown !== undefined) {
+      throw httpError(422, ERROR_CODES.unknownJobType, `Invalid request: unknown type "${unknown.slice(0, 40)}"; use one of ${Object.keys(PIPELINES).join(', ')}`);
+    }
+  }
+  try {
+    return parseLookups({ type: type || undefined, column: column || undefined, lookup: lookups });
+  } catch (e: unknown) {
+    if (!isAppError(e)) throw e;
+    throw httpError(422, e.code === ERROR_CODES.unknownJobType ? e.code : ERROR_CODES.invalidRequest, e.message);
+  }
+}
+
 /** Fills `received` as it goes, so that a failure half-way still tells the caller what to clean up. */
 async function readParts(deps: ApiDeps, request: FastifyRequest, store: boolean, received: Received): Promise<void> {
   for await (const part of request.parts()) {
     if (part.type === 'field') {
-      if ((FIELDS as readonly string[]).includes(part.fieldname)) {
+      if (part.fieldname === 'lookup') {
+        if (received.lookups.length === MAX_LOOKUP_FIELDS) throw httpError(422, ERROR_CODES.invalidRequest, `at most ${MAX_LOOKUP_FIELDS} lookup fields`);
+        received.lookups.push(String(part.value));
+      } else if ((FIELDS as readonly string[]).includes(part.fieldname)) {
         received.fields[part.fieldname as (typeof FIELDS)[number]] = String(part.value);
       }
       continue;
