@@ -211,6 +211,7 @@ const rows: Row[] = [
   { name: 'agent phone: a number without country code', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: { query: '030 1234567' }, status: 400, error: /^Invalid phone number/ },
   { name: 'agent phone: malformed JSON', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: '{"query":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
   { name: 'phone jobs: unknown feature', method: 'POST', url: '/api/phone-jobs', auth: 'key', body: { feature: 'x', numbers: ['+14155552671'] }, status: 422, error: INVALID_REQUEST },
+  ...[1.5, -0.1, '0.1', null].map((rate): Row => ({ name: `phone jobs: max_error_rate ${JSON.stringify(rate)}`, method: 'POST', url: '/api/phone-jobs', auth: 'key', body: { feature: 'breaches', numbers: ['+14155552671'], max_error_rate: rate }, status: 422, error: /max_error_rate must be a number from 0 to 1/ })),
   { name: 'phone jobs: body is an array', method: 'POST', url: '/api/phone-jobs', auth: 'key', body: '[]', contentType: JSON_TYPE, status: 422, error: INVALID_REQUEST },
   { name: 'phone jobs: progress without id', method: 'GET', url: '/api/phone-jobs', auth: 'key', status: 400, error: 'id is required' },
   { name: 'phone jobs: unknown id', method: 'GET', url: `/api/phone-jobs?id=${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'Job not found' },

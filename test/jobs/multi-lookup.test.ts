@@ -7,6 +7,7 @@ import { runJob } from '../../src/cli/run-command.js';
 import { JOB_STATUSES, TERMINAL_STATUSES } from '../../src/jobs/job-states.js';
 import { Worker } from '../../src/jobs/worker.js';
 import type { LookupOutcome, LookupProvider } from '../../src/lookups/lookup-provider.js';
+import { startProviderSimulator } from '../../src/lookups/remote/provider-simulator.js';
 import { isAppError } from '../../src/shared/errors.js';
 import { bearer, closeHarnesses, json, multipart, newAccount, openApiHarness, runUntilDone } from '../support/api-harness.js';
 import { parseCsv, resultRecords } from '../support/csv-fixture.js';
@@ -242,6 +243,28 @@ describe('a job with several lookups per row', () => {
     expect(done.creditsUsed - spent).toBeGreaterThan(0);
     expect(100_000 - e.deps.billing.requireAccount(account.id).credits).toBe(clean.summary.credits_used);
     expect(done).toMatchObject({ foundRows: clean.summary.rows.found, duplicateRows: clean.summary.rows.duplicate, invalidRows: clean.summary.rows.invalid });
+  });
+
+  it('gives the same files with its gender lookups on a remote service (through 502s and 429s) as on the embedded engine', async () => {
+    const embedded = await engineWithData();
+    const file = writeFile(embedded.dataDir, 'in.csv', inputCsv(800));
+    const run = async (e: TestEngine, out: string) => {
+      const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+      const result = await runJob(e, { file, lookups: ALL_THREE, accountId: account.id, outDir: path.join(e.dataDir, out) });
+      expect(result.summary).toMatchObject({ status: 'completed', rows: { error: 0 } });
+      return { all: fs.readFileSync(result.files.all!, 'utf8'), credits: result.summary.credits_used };
+    };
+    const expected = await run(embedded, 'embedded');
+    const sim = await startProviderSimulator({ latencyMs: 2, errorRate: 0.2, rateLimitEvery: 5, retryAfterSeconds: 0, seed: 7 });
+    try {
+      const remote = await engineWithData({ SLUICE_GENDER_PROVIDER_URL: sim.url });
+      expect(await run(remote, 'remote')).toEqual(expected);
+      expect(sim.stats.keys).toBeGreaterThan(700);
+      expect(sim.stats.byStatus[502]).toBeGreaterThan(0);
+      expect(sim.stats.byStatus[429]).toBeGreaterThan(0);
+    } finally {
+      await sim.close();
+    }
   });
 
   it('fails the job with no_key_column when a lookup has no column, even if another lookup could read a headerless file', async () => {

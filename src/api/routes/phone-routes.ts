@@ -16,7 +16,7 @@ import { receiveUpload } from './upload.js';
 const NUMBERS_BODY_LIMIT = 48 * 1024 * 1024;
 const PHONE_FEATURES = { breaches: phoneBreachesPipeline.type } as const;
 const PHONE_JOBS_DESCRIPTION =
-  'A phone-breach job: JSON `{feature: "breaches", numbers: [...], default_country?, download_link?}`, or a multipart form with `feature`, optional `default_country`, `download_link`, `column`, then `file` (CSV with a `phone` column). Up to 1,000,000 numbers.';
+  'A phone-breach job: JSON `{feature: "breaches", numbers: [...], default_country?, download_link?, max_error_rate?}`, or a multipart form with `feature`, optional `default_country`, `download_link`, `column`, `max_error_rate`, then `file` (CSV with a `phone` column). Up to 1,000,000 numbers.';
 
 /** Spec 4.4: the agent phone-breach lookup and phone jobs. */
 export async function phoneRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
@@ -75,7 +75,7 @@ function featureType(feature: string | undefined): string {
   return type;
 }
 
-/** `{feature, numbers[], default_country?, download_link?}`: the numbers become a one-column CSV. */
+/** `{feature, numbers[], default_country?, download_link?, max_error_rate?}`: the numbers become a one-column CSV. */
 async function jobFromNumbers(deps: ApiDeps, request: FastifyRequest, accountId: string): Promise<JobRecord> {
   const body = request.body as Record<string, unknown> | null | undefined;
   if (body === null || body === undefined || typeof body !== 'object' || Array.isArray(body)) {
@@ -97,6 +97,10 @@ async function jobFromNumbers(deps: ApiDeps, request: FastifyRequest, accountId:
     defaultCountry = typeof body.default_country === 'string' ? parseCountry(body.default_country) : undefined;
     if (!defaultCountry) throw httpError(422, ERROR_CODES.unknownCountry, 'default_country must be an ISO 3166-1 alpha-2 code such as DE');
   }
+  if (body.max_error_rate !== undefined && (typeof body.max_error_rate !== 'number' || !(body.max_error_rate >= 0 && body.max_error_rate <= 1))) {
+    throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: max_error_rate must be a number from 0 to 1, such as 0.05');
+  }
+  const maxErrorRate = body.max_error_rate as number | undefined;
   if (deps.engine.billing.requireAccount(accountId).credits <= 0) {
     throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
   }
@@ -111,7 +115,11 @@ async function jobFromNumbers(deps: ApiDeps, request: FastifyRequest, accountId:
     accountId,
     type,
     inputName: null,
-    options: { downloadLink: body.download_link === true, ...(defaultCountry ? { defaultCountry } : {}) },
+    options: {
+      downloadLink: body.download_link === true,
+      ...(defaultCountry ? { defaultCountry } : {}),
+      ...(maxErrorRate === undefined ? {} : { maxErrorRate }),
+    },
   });
 }
 
