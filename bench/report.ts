@@ -69,6 +69,8 @@ export function renderReport(r: Report): string {
     '',
     ...r.findings.map((f) => `- ${f}`),
     '',
+    'What each change to the defaults bought, with the runs that decided it: [OPTIMISATIONS.md](OPTIMISATIONS.md).',
+    '',
     '## Reproduce',
     '',
     '```sh',

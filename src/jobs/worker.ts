@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.js';
@@ -123,6 +124,9 @@ export class Worker {
     const { clock, log } = this.deps;
     const leaseMs = this.deps.limits.leaseSeconds * 1000;
     const controller = new AbortController();
+    // Every lookup request in flight listens on this signal (64 and more with a remote provider);
+    // they remove their listeners when done, so Node's leak warning at 11 would be a false alarm.
+    setMaxListeners(0, controller.signal);
     const heartbeat = setInterval(() => {
       // A renewal that meets a locked database is skipped; the next one tries again before expiry.
       const renewed = retrySafe(() => renew(clock.now() + leaseMs), log, jobId);
