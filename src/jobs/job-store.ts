@@ -458,6 +458,10 @@ export class JobStore {
           this.s.retryChunk.run({ jobId, chunkIndex: chunk.chunkIndex, rows: failed });
           rows += failed;
         }
+        // A job finished before failed rows were kept for retries has error rows but no flags.
+        if (rows === 0 && (this.s.pendingChunks.get(jobId) as { n: number }).n === 0) {
+          throw new AppError(ERROR_CODES.nothingToRetry, `job ${jobId} kept no record of its failed rows; send its file again to retry them`, { statusCode: 409 });
+        }
         this.s.wantRetry.run(jobId);
         this.s.reopenJob.run({ id: jobId, now });
         return rows;

@@ -201,6 +201,16 @@ describe('a job over its failure budget', () => {
     expect(one.summary.credits_used).toBe(0);
   });
 
+  it('a job that kept no record of its failed rows (finished before they were kept) is refused, and stays completed', async () => {
+    const { e, file, account } = await setUp(failEvery(50));
+    const run = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
+    expect(run.summary.status).toBe('completed');
+    expect(run.summary.rows.error).toBeGreaterThan(0);
+    e.deps.db.prepare('UPDATE job_chunks SET row_flags = NULL WHERE job_id = ?').run(run.summary.id);
+    expect(() => e.jobService.retryFailed(run.summary.id)).toThrow(expect.objectContaining({ code: 'nothing_to_retry', statusCode: 409 }));
+    expect(e.jobService.get(run.summary.id)).toMatchObject({ status: 'completed', phase: 'done' });
+  });
+
   it('a running or queued job cannot be retried, and a job without failed rows has nothing to retry', async () => {
     const { e, file, account } = await setUp(NONE);
     const run = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
