@@ -1,6 +1,7 @@
 import type { LookupOutcome, LookupProvider } from '../lookups/lookup-provider.js';
 import type { Limiters } from '../lookups/limiters.js';
 import { toAppError } from '../shared/errors.js';
+import { sleep } from '../shared/sleep.js';
 
 export interface LookupBatchOptions {
   accountId: string;
@@ -52,17 +53,4 @@ async function callProvider(provider: LookupProvider, keys: string[], signal?: A
     const error = toAppError(e);
     return keys.map(() => ({ ok: false as const, retryable: true, code: 'lookup_failed', message: error.message }));
   }
-}
-
-/** Waits, or less if `signal` aborts; the listener goes when the wait ends, so a chunk's signal never collects them. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

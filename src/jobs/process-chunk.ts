@@ -278,7 +278,7 @@ function renderRow(
   const out = originalCells(job.header?.length ?? 0, row.cells);
   if (lookups.length === 1) {
     const { status, found } = lookupStatus(lookups[0]!, cells[0]!);
-    out.push(...lookupCells(lookups[0]!, cells[0]!));
+    out.push(...lookupCells(lookups[0]!, cells[0]!, status));
     return { text: csvLine(out), status, flags: (found ? ROW_FLAGS.found : 0) | (status === ROW_STATUSES.error ? ROW_FLAGS.error : 0) };
   }
   const old = previous === undefined ? undefined : csvCells(previous.record);
@@ -287,10 +287,11 @@ function renderRow(
   let flags = 0;
   lookups.forEach((lookup, l) => {
     const cell = cells[l];
-    const group = cell === undefined ? old!.slice(lookup.offset, lookup.offset + groupWidth(lookup)) : lookupCells(lookup, cell);
+    const fresh = cell === undefined ? undefined : lookupStatus(lookup, cell);
+    const group = cell === undefined ? old!.slice(lookup.offset, lookup.offset + groupWidth(lookup)) : lookupCells(lookup, cell, fresh!.status);
     const at = lookup.pipeline.resultColumns.length;
     const status = group[at]!;
-    const found = cell === undefined ? (previous!.flags & lookupFoundFlag(l)) !== 0 : lookupStatus(lookup, cell).found;
+    const found = fresh === undefined ? (previous!.flags & lookupFoundFlag(l)) !== 0 : fresh.found;
     statuses.push(status);
     credits += Number(group[at + 1]);
     if (found) flags |= ROW_FLAGS.found | lookupFoundFlag(l);

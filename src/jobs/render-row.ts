@@ -50,9 +50,8 @@ export function lookupStatus(lookup: JobLookup, cell: LookupCell): { status: Row
   return { status: cell.key.kind === ROW_KINDS.duplicate ? ROW_STATUSES.duplicate : ROW_STATUSES.ok, found };
 }
 
-/** A lookup's cells in a row: its result columns, then status, credits, cached and error. */
-export function lookupCells(lookup: JobLookup, cell: LookupCell): string[] {
-  const { status } = lookupStatus(lookup, cell);
+/** A lookup's cells in a row: its result columns, then status (from `lookupStatus`), credits, cached and error. */
+export function lookupCells(lookup: JobLookup, cell: LookupCell, status: RowStatus): string[] {
   const results =
     cell.outcome?.ok === true ? lookup.pipeline.resultCells(cell.outcome.result).map(escapeFormula) : lookup.pipeline.resultColumns.map(() => '');
   // Whether a repeat's answer came from the cache depends on chunk timing, so it is not shown.

@@ -3,11 +3,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runJob } from '../../src/cli/run-command.js';
 import { parseErrorRate } from '../../src/jobs/job-service.js';
-import { JOB_STATUSES, TERMINAL_STATUSES } from '../../src/jobs/job-states.js';
-import { Worker } from '../../src/jobs/worker.js';
-import type { LookupOutcome, LookupProvider } from '../../src/lookups/lookup-provider.js';
+import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { resultRecords } from '../support/csv-fixture.js';
-import { engineScope, type TestEngine } from '../support/test-engine.js';
+import { engineScope, failingProvider, resultText, runUntilSettled } from '../support/test-engine.js';
 
 const engines = engineScope();
 afterEach(() => engines.closeAll());
@@ -26,29 +24,13 @@ function inputCsv(rows = 3_000): string {
   return lines.join('\n') + '\n';
 }
 
-/** The embedded gender engine, except that keys `failing` picks get a 502 however often they are asked. */
-function flakyProvider(e: TestEngine, failing: { test: (key: string) => boolean }): LookupProvider {
-  const real = e.deps.providers.get('gender')!;
-  return {
-    kind: 'gender',
-    name: 'flaky-gender',
-    maxBatch: 100,
-    async lookup(keys, signal) {
-      const answers = await real.lookup(keys, signal);
-      return keys.map((key, i): LookupOutcome<unknown> =>
-        failing.test(key) ? { ok: false, retryable: true, code: 'provider_502', message: 'bad gateway' } : answers[i]!,
-      );
-    },
-  };
-}
-
 /** Keys person{n}@ with n % modulo === 0: each first occurrence fails, and so do its repeats. */
 const failEvery = (modulo: number) => ({ test: (key: string) => Number(/^person(\d+)@/.exec(key)?.[1] ?? 1) % modulo === 0 });
 const NONE = { test: () => false };
 
 async function setUp(failing: { test: (key: string) => boolean }) {
   const e = await engines.open({ SLUICE_BATCH_ROWS: '100', SLUICE_CHUNK_ROWS: '500' });
-  (e.deps.providers as Map<string, LookupProvider>).set('gender', flakyProvider(e, failing));
+  (e.deps.providers as Map<string, LookupProvider>).set('gender', failingProvider(e.deps.providers.get('gender')!, failing));
   const file = path.join(e.dataDir, 'in.csv');
   fs.writeFileSync(file, inputCsv());
   const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
@@ -62,23 +44,6 @@ async function cleanRun(file: string) {
   const run = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
   expect(run.summary.status).toBe('completed');
   return { all: fs.readFileSync(run.files.all!, 'utf8'), found: fs.readFileSync(run.files.found!, 'utf8'), credits: run.summary.credits_used, rows: run.summary.rows };
-}
-
-async function resultText(e: TestEngine, jobId: string, filter: 'all' | 'found' | 'errors'): Promise<string> {
-  let text = '';
-  for await (const piece of await e.jobService.openResult(jobId, filter)) text += String(piece);
-  return text;
-}
-
-async function runUntilSettled(e: TestEngine, jobId: string): Promise<void> {
-  const worker = new Worker(e.deps);
-  await worker.run({
-    concurrency: 2,
-    until: () => {
-      const status = e.deps.jobs.status(jobId);
-      return status === JOB_STATUSES.paused || (status !== undefined && TERMINAL_STATUSES.has(status));
-    },
-  });
 }
 
 describe('parseErrorRate', () => {

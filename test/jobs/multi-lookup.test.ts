@@ -4,14 +4,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parseLookups } from '../../pipelines/index.js';
 import { importBreaches, importCompanies } from '../../src/cli/import-command.js';
 import { runJob } from '../../src/cli/run-command.js';
-import { JOB_STATUSES, TERMINAL_STATUSES } from '../../src/jobs/job-states.js';
-import { Worker } from '../../src/jobs/worker.js';
-import type { LookupOutcome, LookupProvider } from '../../src/lookups/lookup-provider.js';
+import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { startProviderSimulator } from '../../src/lookups/remote/provider-simulator.js';
 import { isAppError } from '../../src/shared/errors.js';
 import { bearer, closeHarnesses, json, multipart, newAccount, openApiHarness, runUntilDone } from '../support/api-harness.js';
 import { parseCsv, resultRecords } from '../support/csv-fixture.js';
-import { engineScope, writeFile, type TestEngine } from '../support/test-engine.js';
+import { engineScope, failingProvider, resultText, runUntilSettled, writeFile, type TestEngine } from '../support/test-engine.js';
 
 const engines = engineScope();
 afterEach(async () => {
@@ -50,6 +48,11 @@ async function engineWithData(env: Record<string, string> = {}): Promise<TestEng
   return e;
 }
 
+/** Rows without their `<type>_cached` cells, which depend on what other jobs put in the result cache first. */
+function noCached(rows: Record<string, string>[]): Record<string, string>[] {
+  return rows.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.endsWith('_cached'))));
+}
+
 const ALL_THREE = ['gender:Work Email', 'company:Employer', 'phone_breaches:Mobile'];
 
 /** The cells one lookup added to each row, with the tail columns renamed to a single job's names. */
@@ -60,16 +63,6 @@ function group(rows: Record<string, string>[], columns: readonly string[], prefi
       ...['status', 'credits', 'cached', 'error'].map((c) => [c, r[prefix ? `${prefix}_${c}` : c]]),
     ]),
   );
-}
-
-async function settle(e: TestEngine, jobId: string): Promise<void> {
-  await new Worker(e.deps).run({
-    concurrency: 2,
-    until: () => {
-      const status = e.deps.jobs.status(jobId);
-      return status === JOB_STATUSES.paused || (status !== undefined && TERMINAL_STATUSES.has(status));
-    },
-  });
 }
 
 describe('parseLookups', () => {
@@ -176,19 +169,13 @@ describe('a job with several lookups per row', () => {
 
     e.deps.billing.addCredits(poor.id, 100_000, 'topup', Date.now());
     e.jobService.resume(paused.summary.id);
-    await settle(e, paused.summary.id);
+    await runUntilSettled(e, paused.summary.id);
     const done = e.jobService.get(paused.summary.id);
     expect(done.status).toBe('completed');
-    const read = async (filter: 'all' | 'found') => {
-      let text = '';
-      for await (const piece of await e.jobService.openResult(done.id, filter)) text += String(piece);
-      return text;
-    };
     expect(done.creditsUsed).toBe(clean.summary.credits_used);
     expect(e.deps.billing.chargeCountForJob(done.id)).toBe(clean.summary.credits_used);
     const cleanRows = await resultRecords(fs.readFileSync(clean.files.all!));
-    const resumedRows = await resultRecords(await read('all'));
-    const noCached = (rs: Record<string, string>[]) => rs.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.endsWith('_cached'))));
+    const resumedRows = await resultRecords(await resultText(e, done.id, 'all'));
     expect(noCached(resumedRows)).toEqual(noCached(cleanRows));
   });
 
@@ -201,15 +188,8 @@ describe('a job with several lookups per row', () => {
     const realCompany = e.deps.providers.get('company')!;
     let healthy = false;
     const askedCompany: string[] = [];
-    const flaky: LookupProvider = {
-      ...realCompany,
-      name: 'flaky-company',
-      async lookup(keys, signal) {
-        askedCompany.push(...keys);
-        const answers = await realCompany.lookup(keys, signal);
-        return keys.map((key, i): LookupOutcome<unknown> => (!healthy && /^(name:initech|domain:globex)/.test(key) ? { ok: false, retryable: false, code: 'provider_502', message: 'bad gateway' } : answers[i]!));
-      },
-    };
+    const failing = failingProvider(realCompany, { test: (key) => !healthy && /^(name:initech|domain:globex)/.test(key) }, false);
+    const flaky: LookupProvider = { ...failing, lookup: (keys, signal) => (askedCompany.push(...keys), failing.lookup(keys, signal)) };
     (e.deps.providers as Map<string, LookupProvider>).set('company', flaky);
     const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
     const run = await runJob(e, { file, lookups: ALL_THREE, accountId: account.id, maxErrorRate: '1', outDir: path.join(e.dataDir, 'out') });
@@ -226,7 +206,7 @@ describe('a job with several lookups per row', () => {
     let genderAsked = 0;
     (e.deps.providers as Map<string, LookupProvider>).set('gender', { ...gender, lookup: (keys, signal) => ((genderAsked += keys.length), gender.lookup(keys, signal)) });
     e.jobService.retryFailed(run.summary.id);
-    await settle(e, run.summary.id);
+    await runUntilSettled(e, run.summary.id);
     const done = e.jobService.get(run.summary.id);
     expect(done).toMatchObject({ status: 'completed', errorRows: 0 });
     // Only the failed company lookups were asked again; gender was not asked at all.
@@ -235,10 +215,7 @@ describe('a job with several lookups per row', () => {
     expect(askedCompany.every((k) => /^(name:initech|domain:globex)/.test(k))).toBe(true);
 
     const clean = await runJob(e, { file, lookups: ALL_THREE, accountId: cleanAccount.id, outDir: path.join(e.dataDir, 'clean') });
-    let text = '';
-    for await (const piece of await e.jobService.openResult(done.id, 'all')) text += String(piece);
-    const noCached = (rs: Record<string, string>[]) => rs.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.endsWith('_cached'))));
-    expect(noCached(await resultRecords(text))).toEqual(noCached(await resultRecords(fs.readFileSync(clean.files.all!))));
+    expect(noCached(await resultRecords(await resultText(e, done.id, 'all')))).toEqual(noCached(await resultRecords(fs.readFileSync(clean.files.all!))));
     expect(done.creditsUsed).toBe(clean.summary.credits_used);
     expect(done.creditsUsed - spent).toBeGreaterThan(0);
     expect(100_000 - e.deps.billing.requireAccount(account.id).credits).toBe(clean.summary.credits_used);
@@ -299,9 +276,7 @@ describe('POST /api/jobs/bulk with several lookups', () => {
     await runUntilDone(h, [job.id]);
     const done = h.engine.jobService.get(job.id);
     expect(done).toMatchObject({ status: 'completed', creditsUsed: 4 });
-    let text = '';
-    for await (const piece of await h.engine.jobService.openResult(job.id, 'all')) text += String(piece);
-    const rows = await resultRecords(text);
+    const rows = await resultRecords(await resultText(h.engine, job.id, 'all'));
     expect(rows.map((r) => [r.gender, r.company_name, r.status, r.credits])).toEqual([
       ['male', 'Acme', 'ok', '2'],
       ['female', 'Globex Corporation', 'ok', '2'],

@@ -3,9 +3,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runJob } from '../../src/cli/run-command.js';
 import { Worker } from '../../src/jobs/worker.js';
-import type { LookupOutcome, LookupProvider } from '../../src/lookups/lookup-provider.js';
+import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { resultRecords } from '../support/csv-fixture.js';
-import { openTestEngine, type TestEngine } from '../support/test-engine.js';
+import { failingProvider, openTestEngine, resultText, type TestEngine } from '../support/test-engine.js';
 
 const engines: TestEngine[] = [];
 afterEach(async () => {
@@ -16,19 +16,8 @@ describe('when the gender provider fails for some addresses', () => {
   it('the rows become error rows with a code, are never charged, and the job still completes', async () => {
     const e = await openTestEngine();
     engines.push(e);
-    const real = e.deps.providers.get('gender')!;
     // 502 for every address at example.org, however often it is asked: a transient failure that outlives its retries.
-    const flaky: LookupProvider = {
-      kind: 'gender',
-      name: 'flaky-gender',
-      maxBatch: 100,
-      async lookup(keys, signal) {
-        const answers = await real.lookup(keys, signal);
-        return keys.map((key, i): LookupOutcome<unknown> =>
-          key.endsWith('@example.org') ? { ok: false, retryable: true, code: 'provider_502', message: 'bad gateway' } : answers[i]!,
-        );
-      },
-    };
+    const flaky = failingProvider(e.deps.providers.get('gender')!, { test: (key) => key.endsWith('@example.org') });
     (e.deps.providers as Map<string, LookupProvider>).set('gender', flaky);
     const file = path.join(e.dataDir, 'in.csv');
     fs.writeFileSync(file, 'email\njohn@example.com\nmary@example.org\nsusan@example.com\nmary@example.org\n');
@@ -99,9 +88,9 @@ describe('when the provider is down', () => {
     const deadline = Date.now() + 20_000;
     await new Worker(e.deps).run({ concurrency: 1, until: () => e.deps.jobs.status(first.summary.id) === 'completed' || Date.now() > deadline });
     expect(e.deps.jobs.status(first.summary.id)).toBe('completed');
-    const all = await readAll(e, first.summary.id, 'all');
+    const all = await resultText(e, first.summary.id, 'all');
     expect(all).toBe(fs.readFileSync(clean.files.all!, 'utf8'));
-    expect(await readAll(e, first.summary.id, 'found')).toBe(fs.readFileSync(clean.files.found!, 'utf8'));
+    expect(await resultText(e, first.summary.id, 'found')).toBe(fs.readFileSync(clean.files.found!, 'utf8'));
     expect(e.deps.billing.requireAccount(other.id).credits).toBe(e.deps.billing.requireAccount(account.id).credits);
   });
 });
@@ -114,10 +103,4 @@ async function waitForStatus(e: TestEngine, accountId: string, status: string) {
     if (Date.now() > deadline) throw new Error(`job not ${status}: ${job?.status}`);
     await new Promise((r) => setTimeout(r, 10));
   }
-}
-
-async function readAll(e: TestEngine, jobId: string, filter: 'all' | 'found'): Promise<string> {
-  let text = '';
-  for await (const chunk of await e.jobService.openResult(jobId, filter)) text += String(chunk);
-  return text;
 }

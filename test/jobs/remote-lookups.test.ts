@@ -15,7 +15,7 @@ import { RemoteLookupProvider } from '../../src/lookups/remote/remote-provider.j
 import { seededRandom } from '../../src/shared/seeded-random.js';
 import { openDatabase, type Db } from '../../src/storage/sqlite/open-database.js';
 import { bearer, closeHarnesses, json, newAccount, openApiHarness, type ApiHarness } from '../support/api-harness.js';
-import { openTestEngine, tempDir, writeFile, type TestEngine } from '../support/test-engine.js';
+import { openTestEngine, resultText, tempDir, type TestEngine, writeFile } from '../support/test-engine.js';
 
 const engines: TestEngine[] = [];
 const simulators: ProviderSimulator[] = [];
@@ -204,15 +204,6 @@ async function embeddedRun(c: LookupCase, file: string) {
   return { all, found, credits: run.summary.credits_used, spent: CREDITS - e.deps.billing.requireAccount(accountId).credits, foundRows: run.summary.rows.found };
 }
 
-async function results(e: TestEngine, jobId: string) {
-  const read = async (filter: 'all' | 'found') => {
-    let text = '';
-    for await (const chunk of await e.jobService.openResult(jobId, filter)) text += String(chunk);
-    return text;
-  };
-  return { all: await read('all'), found: await read('found') };
-}
-
 describe.each(CASES)('a $kind job against a remote provider', (c) => {
   it('gives the same files and charges as the embedded engine, through 429s and 502s, with the auth header sent', async () => {
     const file = writeFile(tempDir(), 'in.csv', c.input());
@@ -264,7 +255,7 @@ describe.each(CASES)('a $kind job against a remote provider', (c) => {
     await new Worker(e.deps).run({ concurrency: 1, until: () => e.deps.jobs.status(first.summary.id) === 'completed' || Date.now() > deadline });
     const job = e.deps.jobs.require(first.summary.id);
     expect(job.status).toBe('completed');
-    expect(await results(e, job.id)).toEqual({ all: expected.all, found: expected.found });
+    expect({ all: await resultText(e, job.id, 'all'), found: await resultText(e, job.id, 'found') }).toEqual({ all: expected.all, found: expected.found });
     expect(job.creditsUsed).toBe(expected.credits);
     expect(CREDITS - e.deps.billing.requireAccount(accountId).credits).toBe(expected.credits);
     expect(rowsIn(e, c.table)).toBe(0);

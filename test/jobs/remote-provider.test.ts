@@ -5,7 +5,7 @@ import { runJob } from '../../src/cli/run-command.js';
 import { Worker } from '../../src/jobs/worker.js';
 import { startProviderSimulator, type ProviderSimulator, type SimulatorOptions } from '../../src/lookups/remote/provider-simulator.js';
 import { writeGenderCsv } from '../support/csv-fixture.js';
-import { openTestEngine, tempDir, type TestEngine } from '../support/test-engine.js';
+import { openTestEngine, resultText, tempDir, type TestEngine } from '../support/test-engine.js';
 
 const engines: TestEngine[] = [];
 const simulators: ProviderSimulator[] = [];
@@ -32,15 +32,6 @@ async function embeddedRun(file: string) {
   const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
   const run = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
   return { all: fs.readFileSync(run.files.all!, 'utf8'), found: fs.readFileSync(run.files.found!, 'utf8'), credits: run.summary.credits_used };
-}
-
-async function results(e: TestEngine, jobId: string) {
-  const read = async (filter: 'all' | 'found') => {
-    let text = '';
-    for await (const chunk of await e.jobService.openResult(jobId, filter)) text += String(chunk);
-    return text;
-  };
-  return { all: await read('all'), found: await read('found') };
 }
 
 describe('a gender job against a remote provider', () => {
@@ -84,7 +75,7 @@ describe('a gender job against a remote provider', () => {
     await new Worker(e.deps).run({ concurrency: 1, until: () => e.deps.jobs.status(first.summary.id) === 'completed' || Date.now() > deadline });
     const job = e.deps.jobs.require(first.summary.id);
     expect(job.status).toBe('completed');
-    expect(await results(e, job.id)).toEqual({ all: expected.all, found: expected.found });
+    expect({ all: await resultText(e, job.id, 'all'), found: await resultText(e, job.id, 'found') }).toEqual({ all: expected.all, found: expected.found });
     expect(job.creditsUsed).toBe(expected.credits);
     expect(100_000 - e.deps.billing.requireAccount(account.id).credits).toBe(expected.credits);
   });

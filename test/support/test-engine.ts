@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config/load-config.js';
+import { JOB_STATUSES, TERMINAL_STATUSES, type ExportFilter } from '../../src/jobs/job-states.js';
+import { Worker } from '../../src/jobs/worker.js';
+import type { LookupOutcome, LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { openEngine, type Engine, type EngineOverrides } from '../../src/main/open-engine.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { silentLogger } from '../../src/shared/logger.js';
@@ -54,6 +57,40 @@ export function engineScope() {
     },
     async closeAll(): Promise<void> {
       await Promise.all(open.splice(0).map((e) => e.close()));
+    },
+  };
+}
+
+/** A completed job's result file for `filter`, as text. */
+export async function resultText(engine: Engine, jobId: string, filter: ExportFilter): Promise<string> {
+  let text = '';
+  for await (const piece of await engine.jobService.openResult(jobId, filter)) text += String(piece);
+  return text;
+}
+
+/** Runs an in-process worker until the job has paused or ended. */
+export async function runUntilSettled(engine: Engine, jobId: string, concurrency = 2): Promise<void> {
+  await new Worker(engine.deps).run({
+    concurrency,
+    until: () => {
+      const status = engine.deps.jobs.status(jobId);
+      return status === JOB_STATUSES.paused || (status !== undefined && TERMINAL_STATUSES.has(status));
+    },
+  });
+}
+
+/**
+ * `real`, except that keys `fails` picks get a 502 however often they are asked: a transient failure
+ * that outlives its retries. `fails` is read at every call, so a test can heal the provider.
+ */
+export function failingProvider(real: LookupProvider, fails: { test: (key: string) => boolean }, retryable = true): LookupProvider {
+  return {
+    kind: real.kind,
+    name: `failing-${real.name}`,
+    maxBatch: real.maxBatch,
+    async lookup(keys, signal) {
+      const answers = await real.lookup(keys, signal);
+      return keys.map((key, i): LookupOutcome<unknown> => (fails.test(key) ? { ok: false, retryable, code: 'provider_502', message: 'bad gateway' } : answers[i]!));
     },
   };
 }

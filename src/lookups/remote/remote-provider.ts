@@ -17,6 +17,7 @@
 import { Pool } from 'undici';
 import { AppError, ERROR_CODES, systemCodeOf, toAppError } from '../../shared/errors.js';
 import { parseRetryAfter } from '../../shared/retry-after.js';
+import { sleep } from '../../shared/sleep.js';
 import type { LookupOutcome, LookupProvider } from '../lookup-provider.js';
 import { BREAKER_STATES, CircuitBreaker } from './circuit-breaker.js';
 
@@ -207,17 +208,4 @@ function parseAnswer<R>(text: string, count: number): LookupOutcome<R>[] | strin
 
 function failAll<R>(keys: readonly string[], code: string, retryable: boolean, message: string): LookupOutcome<R>[] {
   return keys.map(() => ({ ok: false, retryable, code, message }));
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
