@@ -29,7 +29,8 @@ import { resumeScenario } from './scenario-resume.js';
 import { uploadFinding, uploadScenario } from './scenario-upload.js';
 
 const USAGE = `usage: node dist/bench/run-bench.js [options]
-  --rows N           rows of the generated input (default 1000000; remote and profile use at most 100000)
+  --rows N           rows of the generated input (default 1000000; remote uses at most 100000)
+  --profile-rows N   rows of the profiled run (default 100000, at most --rows)
   --runs K           runs of the short scenarios (default: 3 for floor, 1 for the engine ones)
   --scenarios LIST   comma-separated, of ${SCENARIOS.join(', ')}
   --out FILE         where the report goes (default bench/RESULTS.md)
@@ -43,6 +44,7 @@ function parseOptions(argv: string[]): Options {
     args: argv,
     options: {
       rows: { type: 'string', default: '1000000' },
+      'profile-rows': { type: 'string', default: '100000' },
       runs: { type: 'string' },
       scenarios: { type: 'string', default: SCENARIOS.join(',') },
       out: { type: 'string', default: path.join(REPO_ROOT, 'bench/RESULTS.md') },
@@ -58,6 +60,8 @@ function parseOptions(argv: string[]): Options {
   }
   const rows = Number(values.rows);
   if (!Number.isInteger(rows) || rows < 100 || rows > 100_000_000) throw new Error(`--rows must be a whole number from 100 to 100000000, got "${values.rows}"`);
+  const profileRows = Number(values['profile-rows']);
+  if (!Number.isInteger(profileRows) || profileRows < 100) throw new Error(`--profile-rows must be a whole number of at least 100, got "${values['profile-rows']}"`);
   const runs = values.runs === undefined ? undefined : Number(values.runs);
   if (runs !== undefined && !(Number.isInteger(runs) && runs >= 1 && runs <= 50)) throw new Error(`--runs must be a whole number from 1 to 50, got "${values.runs}"`);
   const scenarios = new Set<Scenario>();
@@ -78,6 +82,7 @@ function parseOptions(argv: string[]): Options {
   if (nodeArgs.some((a) => !a.startsWith('--'))) throw new Error(`--node-arg takes a node flag such as --node-arg=--max-old-space-size=96, got "${nodeArgs.join(' ')}"`);
   return {
     rows,
+    profileRows: Math.min(profileRows, rows),
     engineRuns: runs ?? 1,
     floorRuns: runs ?? 3,
     uploadRuns: runs ?? 1,

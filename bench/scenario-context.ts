@@ -27,6 +27,8 @@ export const TARGETS = {
 
 export interface Options {
   rows: number;
+  /** Rows of the profiled run (at most `rows`). */
+  profileRows: number;
   engineRuns: number;
   floorRuns: number;
   uploadRuns: number;

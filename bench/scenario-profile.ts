@@ -14,7 +14,7 @@ export interface Profiled {
 /** Adds its section to the report; a failed run counts as a failure and leaves a section that says so. */
 export async function profileScenario(ctx: BenchContext): Promise<Profiled | undefined> {
   const { bench, log, tmp } = ctx;
-  const profRows = Math.min(100_000, ctx.options.rows);
+  const profRows = ctx.options.profileRows;
   try {
     log(`profile: ${rowsText(profRows)}-row engine child under --cpu-prof`);
     const profDir = path.join(tmp, 'cpu-profile');
