@@ -127,7 +127,7 @@ async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number)
     return {
       lookup,
       billed: deps.billing.freshlyBilled(job.accountId, lookup.kind, firstKeys, since),
-      cached: deps.results.getMany<unknown>(lookup.kind, [...allKeys], since),
+      cached: lookup.provider.answersLocally ? new Map<string, unknown>() : deps.results.getMany<unknown>(lookup.kind, [...allKeys], since),
     };
   });
 
@@ -192,7 +192,7 @@ async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number)
       plans.forEach(({ lookup, cached }, l) => {
         const key = rowKey(row, l);
         const outcome = outcomes[l]![i];
-        if (redo(i, l) && key.kind === ROW_KINDS.lookup && outcome?.ok && !cached.has(key.value)) deps.results.put(lookup.kind, key.value, outcome.result, now);
+        if (redo(i, l) && key.kind === ROW_KINDS.lookup && outcome?.ok && !cached.has(key.value) && !lookup.provider.answersLocally) deps.results.put(lookup.kind, key.value, outcome.result, now);
       });
       if (rendered.status !== ROW_STATUSES.ok) counters[rendered.status]++;
       if (rendered.flags & ROW_FLAGS.found) counters.found++;

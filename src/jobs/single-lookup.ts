@@ -49,7 +49,7 @@ export async function singleLookup<R>(
   const repeat = billing === 'repeat_free' && deps.billing.freshlyBilled(accountId, kind, [key], since).has(key);
   if (!repeat && deps.billing.available(accountId) <= 0) return { ok: false, reason: 'insufficient_credits' };
 
-  const cached = deps.results.getMany<R>(kind, [key], since).get(key);
+  const cached = provider.answersLocally ? undefined : deps.results.getMany<R>(kind, [key], since).get(key);
   let result = cached;
   if (result === undefined) {
     const outcome = (await lookupBatch([key], { accountId, provider, limiters: deps.limiters })).get(key)!;
@@ -78,7 +78,7 @@ export async function singleLookup<R>(
       if (charge.unpaidFrom !== undefined) return { ok: false, reason: 'insufficient_credits' };
       credits = charge.charged.has(key) ? 1 : 0;
     }
-    if (cached === undefined) deps.results.put(kind, key, result, now);
+    if (cached === undefined && !provider.answersLocally) deps.results.put(kind, key, result, now);
     deps.outbox.addIfSubscribed(lookupEvent(accountId, kind, key, answer, credits, now), now);
     return { ok: true, key, result: answer, credits, cached: cached !== undefined };
   }).immediate();

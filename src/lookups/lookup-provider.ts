@@ -8,6 +8,12 @@ export interface LookupProvider<R = unknown> {
   readonly name: string;
   /** Largest batch one call accepts; the engine cuts misses to this size. */
   readonly maxBatch: number;
+  /**
+   * True for an engine that answers from memory or an index in this data dir, at least as fast as
+   * the result cache could: its answers are neither read from nor written to that cache, which
+   * would cost every new key a B-tree write in its checkpoint and save nothing. Unset: cached.
+   */
+  readonly answersLocally?: boolean;
   lookup(keys: readonly string[], signal?: AbortSignal): Promise<LookupOutcome<R>[]>;
 }
 

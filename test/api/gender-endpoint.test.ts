@@ -14,6 +14,7 @@ import {
   type ApiHarness,
 } from '../support/api-harness.js';
 import { resultRecords } from '../support/csv-fixture.js';
+import { cachedProvider } from '../support/test-engine.js';
 
 afterEach(closeHarnesses);
 
@@ -35,6 +36,13 @@ function billingRows(h: ApiHarness, address: string): number {
 
 function providers(h: ApiHarness): Map<string, LookupProvider> {
   return h.engine.deps.providers as Map<string, LookupProvider>;
+}
+
+/** A harness whose gender answers go through the result cache, as a remote service's do. */
+async function cachedHarness(): Promise<ApiHarness> {
+  const h = await openApiHarness();
+  providers(h).set('gender', cachedProvider(providers(h).get('gender')!));
+  return h;
 }
 
 /** A provider that fails the way a flaky upstream does: it throws, with internals in the message. */
@@ -64,12 +72,22 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
   });
 
   it('200: a repeat is free and says cached: true', async () => {
-    const h = await openApiHarness();
+    const h = await cachedHarness();
     const a = await newAccount(h, { credits: 10 });
     const first = json(await lookup(h, path, a.key, { email: 'john.smith@example.com' }));
     const again = json(await lookup(h, path, a.key, { email: 'JOHN.SMITH@example.com' }));
     expect(again).toEqual({ ...first, credits: 0, cached: true });
     expect(Object.keys(again).sort()).toEqual([...SPEC_FIELDS, 'cached'].sort());
+    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(9);
+  });
+
+  it('200: on the embedded engine, which answers locally, a repeat is free with no cached field', async () => {
+    const h = await openApiHarness();
+    const a = await newAccount(h, { credits: 10 });
+    const first = json(await lookup(h, path, a.key, { email: 'john.smith@example.com' }));
+    const again = json(await lookup(h, path, a.key, { email: 'JOHN.SMITH@example.com' }));
+    expect(again).toEqual({ ...first, credits: 0 });
+    expect((h.engine.deps.db.prepare('SELECT COUNT(*) AS n FROM result_cache').get() as { n: number }).n).toBe(0);
     expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(9);
   });
 
@@ -117,7 +135,7 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
   });
 
   it('402 with the spec\'s text when the balance is empty, except for a free repeat', async () => {
-    const h = await openApiHarness();
+    const h = await cachedHarness();
     const a = await newAccount(h, { credits: 1 });
     expect(json(await lookup(h, path, a.key, { email: 'maria.rossi@example.com' })).credits).toBe(1);
 
@@ -175,7 +193,7 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
 
 describe('one billing window for both paths, for all keys, and for bulk jobs', () => {
   it('the two paths share it, and so do the account\'s keys', async () => {
-    const h = await openApiHarness();
+    const h = await cachedHarness();
     const a = await newAccount(h, { credits: 10 });
     const second = addKey(h, a.id, 'readonly');
     expect(json(await lookup(h, PATHS[0], a.key, { email: 'lucia.garcia@example.com' })).credits).toBe(1);
@@ -184,7 +202,7 @@ describe('one billing window for both paths, for all keys, and for bulk jobs', (
   });
 
   it('another account pays for its own first lookup, even when the answer is cached', async () => {
-    const h = await openApiHarness();
+    const h = await cachedHarness();
     const a = await newAccount(h, { credits: 10 });
     const b = await newAccount(h, { credits: 10 });
     await lookup(h, PATHS[0], a.key, { email: 'hans.muller@example.com' });
@@ -204,7 +222,7 @@ describe('one billing window for both paths, for all keys, and for bulk jobs', (
   });
 
   it('an address charged in a bulk job is free here, and one looked up here is free in a later job', async () => {
-    const h = await openApiHarness();
+    const h = await cachedHarness();
     const a = await newAccount(h, { credits: 100 });
 
     const job = json(await uploadCsv(h, a.key, 'email\nmaria.rossi@example.com\njohn.smith@example.com\n'));

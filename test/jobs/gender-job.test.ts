@@ -2,8 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runJob } from '../../src/cli/run-command.js';
+import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { parseCsv, resultRecords, writeGenderCsv } from '../support/csv-fixture.js';
-import { openTestEngine, tempDir, type TestEngine } from '../support/test-engine.js';
+import { cachedProvider, openTestEngine, tempDir, type TestEngine } from '../support/test-engine.js';
 
 const open: TestEngine[] = [];
 afterEach(async () => {
@@ -61,6 +62,8 @@ describe('a gender job on the embedded default', () => {
 
   it('charges nothing the second time the same account sends the same file, and says the answers were cached', async () => {
     const e = await engine();
+    const providers = e.deps.providers as Map<string, LookupProvider>;
+    providers.set('gender', cachedProvider(providers.get('gender')!));
     const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 1200, seed: 3 });
     const account = e.deps.billing.createAccount({ credits: 5_000, now: Date.now() });
     const first = await runJob(e, { file: input, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
@@ -75,6 +78,26 @@ describe('a gender job on the embedded default', () => {
     const ok = rows.filter((r) => r.status === 'ok');
     expect(ok.length).toBeGreaterThan(0);
     expect(ok.every((r) => r.cached === 'true' && r.credits === '0')).toBe(true);
+  });
+
+  it('on the embedded engine, which answers locally, a repeat is free and goes past the result cache', async () => {
+    const e = await engine();
+    const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 600, seed: 4 });
+    const account = e.deps.billing.createAccount({ credits: 5_000, now: Date.now() });
+    const first = await runJob(e, { file: input, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
+    const second = await runJob(e, { file: input, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'b') });
+
+    expect(first.summary.credits_used).toBeGreaterThan(0);
+    expect(second.summary.credits_used).toBe(0);
+    expect((e.deps.db.prepare('SELECT COUNT(*) AS n FROM result_cache').get() as { n: number }).n).toBe(0);
+    const before = await resultRecords(fs.readFileSync(first.files.all!));
+    const after = await resultRecords(fs.readFileSync(second.files.all!));
+    const ok = after.filter((r) => r.status === 'ok');
+    expect(ok.length).toBeGreaterThan(0);
+    expect(ok.every((r) => r.cached === 'false' && r.credits === '0')).toBe(true);
+    // The same answers, but for what was charged.
+    const answers = (rows: typeof before) => rows.map((r) => [r.id, r.gender, r.country, r.probability, r.status]);
+    expect(answers(after)).toEqual(answers(before));
   });
 
   it('charges another account for the same addresses: the repeat-free window is per account', async () => {

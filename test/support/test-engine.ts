@@ -80,6 +80,14 @@ export async function runUntilSettled(engine: Engine, jobId: string, concurrency
 }
 
 /**
+ * `real`'s answers from a provider the result cache serves, as it serves a remote service: for tests
+ * of the cache (`cached`) against an embedded engine, which answers locally and skips the cache.
+ */
+export function cachedProvider(real: LookupProvider): LookupProvider {
+  return { kind: real.kind, name: `cached-${real.name}`, maxBatch: real.maxBatch, lookup: (keys, signal) => real.lookup(keys, signal) };
+}
+
+/**
  * `real`, except that keys `fails` picks get a 502 however often they are asked: a transient failure
  * that outlives its retries. `fails` is read at every call, so a test can heal the provider.
  */

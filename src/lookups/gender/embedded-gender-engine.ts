@@ -69,6 +69,7 @@ export class EmbeddedGenderEngine implements LookupProvider<GenderResult> {
   readonly kind = 'gender';
   readonly name = 'embedded-gender';
   readonly maxBatch = 10_000;
+  readonly answersLocally = true;
 
   async lookup(keys: readonly string[], signal?: AbortSignal): Promise<LookupOutcome<GenderResult>[]> {
     signal?.throwIfAborted();

@@ -68,6 +68,7 @@ export class EmbeddedBreachIndex implements LookupProvider<PhoneBreachResult> {
   readonly name = 'embedded-phone-breaches';
   /** json_each takes the keys as one bound parameter, so there is no host-parameter limit to mind. */
   readonly maxBatch = 1_000;
+  readonly answersLocally = true;
   private readonly select;
 
   constructor(db: Db) {
