@@ -66,4 +66,30 @@ describe('BillingStore.chargeRows', () => {
     expect(result.charged.map((s) => [...s])).toEqual([[], ['same'], []]);
     expect(result.total).toBe(1);
   });
+
+  it('takes keys the caller found billed as billed, and still looks up the others in the cache', () => {
+    const account = billing.createAccount({ credits: 10, now: 0 });
+    charge(account.id, [{ kind: 0, key: 'paid@x.com', row: 0 }]);
+    const result = db
+      .transaction(() =>
+        billing.chargeRows({
+          accountId: account.id,
+          kinds: KINDS,
+          items: [
+            { kind: 0, key: 'known@x.com', row: 0 },
+            { kind: 0, key: 'paid@x.com', row: 1 },
+            { kind: 0, key: 'new@x.com', row: 2 },
+          ],
+          jobId: 'job_1',
+          batchId: 'b2',
+          now: 2_000,
+          since: 0,
+          // As if another transaction had billed known@x.com between the caller's query and this one.
+          billed: [new Set(['known@x.com']), new Set(), new Set()],
+        }),
+      )
+      .immediate();
+    expect(result.charged.map((s) => [...s])).toEqual([['new@x.com'], [], []]);
+    expect(billing.requireAccount(account.id).credits).toBe(8);
+  });
 });

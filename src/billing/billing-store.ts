@@ -195,9 +195,20 @@ export class BillingStore {
     batchId: string;
     now: number;
     since: number;
+    /**
+     * Per kind, keys the caller found billed after `since` before the transaction began (from
+     * `freshlyBilled`). They are billed still, since billing-cache rows are never removed and their
+     * `charged_at` only moves forward, so only the other keys are looked up again here.
+     */
+    billed?: readonly ReadonlySet<string>[];
   }): RowsCharge {
-    const { accountId, kinds, items, now } = input;
-    const fresh = kinds.map((kind, k) => this.freshlyBilled(accountId, kind, items.flatMap((item) => (item.kind === k ? [item.key] : [])), input.since));
+    const { accountId, kinds, items, now, billed } = input;
+    const fresh = kinds.map((kind, k) => {
+      const known = billed?.[k];
+      const unknown = items.flatMap((item) => (item.kind === k && known?.has(item.key) !== true ? [item.key] : []));
+      const found = this.freshlyBilled(accountId, kind, unknown, input.since);
+      return known === undefined ? found : { has: (key: string) => known.has(key) || found.has(key) };
+    });
     const balance = this.requireAccount(accountId).credits;
     const charged = kinds.map(() => new Set<string>());
     const order: { kind: number; key: string; row: number }[] = [];

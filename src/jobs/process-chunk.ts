@@ -176,6 +176,7 @@ async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number)
       batchId: chunk.pass === 0 ? `${chunk.chunkIndex}:${cursor}` : `${chunk.chunkIndex}:${cursor}:pass${chunk.pass}`,
       now,
       since,
+      billed: plans.map((p) => p.billed),
     });
     const stopAt = charge.unpaidRow ?? todo.length;
     const counters: RowCounters = { processed: stopAt, found: 0, invalid: 0, duplicate: 0, error: 0, credits: charge.total };
