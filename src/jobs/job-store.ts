@@ -73,11 +73,38 @@ export interface Lease {
 }
 
 /** One checkpoint batch's rendered rows, by export, and one ROW_FLAGS byte per row. */
+/** One checkpoint batch's result rows. */
 export interface BatchOutput {
+  /** The rows as result CSV text, in order. */
   allText: string;
-  foundText: string;
-  errorsText: string;
+  /** Where each row ends in `allText` (in UTF-16 code units), one little-endian uint32 per row. */
+  rowEnds: Buffer;
+  /** One ROW_FLAGS byte per row. */
   rowFlags: Buffer;
+}
+
+/** A batch output as stored: one written before migration 008 has no row ends but its filtered texts. */
+export type StoredOutput = Omit<BatchOutput, 'rowEnds'> & { rowEnds: Buffer | null; foundText: string; errorsText: string };
+
+/** The rows of a stored output whose flags have `bit` (ROW_FLAGS.found or .error), as one text. */
+export function flaggedText(output: StoredOutput, bit: typeof ROW_FLAGS.found | typeof ROW_FLAGS.error): string {
+  const { allText, rowEnds, rowFlags } = output;
+  if (rowEnds === null) return bit === ROW_FLAGS.found ? output.foundText : output.errorsText;
+  const runs: string[] = [];
+  let start = 0;
+  let runStart = -1;
+  for (let i = 0; i < rowFlags.length; i++) {
+    const end = rowEnds.readUInt32LE(i * 4);
+    if ((rowFlags[i]! & bit) !== 0) {
+      if (runStart < 0) runStart = start;
+    } else if (runStart >= 0) {
+      runs.push(allText.slice(runStart, start));
+      runStart = -1;
+    }
+    start = end;
+  }
+  if (runStart >= 0) runs.push(allText.slice(runStart, start));
+  return runs.join('');
 }
 
 /**
@@ -203,10 +230,10 @@ export class JobStore {
          WHERE id = @jobId`,
       ),
       insertOutput: db.prepare(
-        'INSERT INTO chunk_outputs (job_id, chunk_index, first_row, all_text, found_text, errors_text, row_flags) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        "INSERT INTO chunk_outputs (job_id, chunk_index, first_row, all_text, found_text, errors_text, row_flags, row_ends) VALUES (?, ?, ?, ?, '', '', ?, ?)",
       ),
       outputs: db.prepare(
-        'SELECT all_text AS allText, found_text AS foundText, errors_text AS errorsText, row_flags AS rowFlags FROM chunk_outputs WHERE job_id = ? AND chunk_index = ? ORDER BY first_row',
+        'SELECT all_text AS allText, found_text AS foundText, errors_text AS errorsText, row_flags AS rowFlags, row_ends AS rowEnds FROM chunk_outputs WHERE job_id = ? AND chunk_index = ? ORDER BY first_row',
       ),
       deleteOutputs: db.prepare('DELETE FROM chunk_outputs WHERE job_id = ? AND chunk_index = ?'),
       markChunkDone: db.prepare(
@@ -402,11 +429,11 @@ export class JobStore {
   }
 
   insertOutput(jobId: string, chunkIndex: number, firstRow: number, output: BatchOutput): void {
-    this.s.insertOutput.run(jobId, chunkIndex, firstRow, output.allText, output.foundText, output.errorsText, output.rowFlags);
+    this.s.insertOutput.run(jobId, chunkIndex, firstRow, output.allText, output.rowFlags, output.rowEnds);
   }
 
-  outputs(jobId: string, chunkIndex: number): IterableIterator<BatchOutput> {
-    return this.s.outputs.iterate(jobId, chunkIndex) as IterableIterator<BatchOutput>;
+  outputs(jobId: string, chunkIndex: number): IterableIterator<StoredOutput> {
+    return this.s.outputs.iterate(jobId, chunkIndex) as IterableIterator<StoredOutput>;
   }
 
   /**

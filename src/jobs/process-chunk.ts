@@ -8,7 +8,7 @@ import { csvCells, csvLine, csvRecords } from './csv-writer.js';
 import type { EngineDeps } from './engine-deps.js';
 import { jobEndEvent } from './job-events.js';
 import { EXPORT_FILTERS, JOB_STATUSES, PAUSE_REASONS, ROW_STATUSES, type ExportFilter, type RowStatus } from './job-states.js';
-import { lookupErrorFlag, lookupFoundFlag, ROW_FLAGS, type ChunkRecord, type JobRecord, type Lease, type RowCounters } from './job-store.js';
+import { flaggedText, lookupErrorFlag, lookupFoundFlag, ROW_FLAGS, type BatchOutput, type ChunkRecord, type JobRecord, type Lease, type RowCounters } from './job-store.js';
 import { lookupBatch } from './lookup-batch.js';
 import { groupWidth, lookupCells, lookupStatus, originalCells, rowStatus, type LookupCell } from './render-row.js';
 
@@ -180,7 +180,7 @@ async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number)
     });
     const stopAt = charge.unpaidRow ?? todo.length;
     const counters: RowCounters = { processed: stopAt, found: 0, invalid: 0, duplicate: 0, error: 0, credits: charge.total };
-    const output = { allText: '', foundText: '', errorsText: '', rowFlags: Buffer.alloc(stopAt) };
+    const output: BatchOutput = { allText: '', rowEnds: Buffer.alloc(stopAt * 4), rowFlags: Buffer.alloc(stopAt) };
     for (let i = 0; i < stopAt; i++) {
       const row = todo[i]!;
       const cells: (LookupCell | undefined)[] = plans.map(({ cached }, l) => {
@@ -198,8 +198,7 @@ async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number)
       if (rendered.status !== ROW_STATUSES.ok) counters[rendered.status]++;
       if (rendered.flags & ROW_FLAGS.found) counters.found++;
       output.allText += rendered.text;
-      if (rendered.flags & ROW_FLAGS.found) output.foundText += rendered.text;
-      if (rendered.flags & ROW_FLAGS.error) output.errorsText += rendered.text;
+      output.rowEnds.writeUInt32LE(output.allText.length, i * 4);
       output.rowFlags[i] = rendered.flags;
       // A retried row was counted, as an error, by the pass before: it now counts as what it became.
       if (before) {
@@ -314,8 +313,8 @@ async function writeParts(ctx: ChunkContext): Promise<Buffer> {
   const flags: Buffer[] = [];
   for (const output of deps.jobs.outputs(job.id, chunk.chunkIndex)) {
     texts.all.push(output.allText);
-    texts.found.push(output.foundText);
-    texts.errors.push(output.errorsText);
+    texts.found.push(flaggedText(output, ROW_FLAGS.found));
+    texts.errors.push(flaggedText(output, ROW_FLAGS.error));
     flags.push(output.rowFlags);
   }
   await putParts(ctx, { all: texts.all.join(''), found: texts.found.join(''), errors: texts.errors.join('') });
