@@ -15,12 +15,15 @@ import { jobEndEvent } from './job-events.js';
 export async function assembleJob(deps: EngineDeps, job: JobRecord, lease: Lease, signal: AbortSignal): Promise<void> {
   const header = outputHeader(job.header, jobLookups(job.type, job.options));
   const chunkCount = job.chunkCount ?? 0;
-  for (const filter of EXPORT_FILTERS) {
-    await deps.objects.putStream(resultObjectKey(job.id, filter), Readable.from(concatenate(deps, job.id, chunkCount, filter, header, signal)), {
-      contentType: 'text/csv; charset=utf-8',
-      signal,
-    });
-  }
+  // The three results are written side by side: each waits on the object store most of the time.
+  await Promise.all(
+    EXPORT_FILTERS.map((filter) =>
+      deps.objects.putStream(resultObjectKey(job.id, filter), Readable.from(concatenate(deps, job.id, chunkCount, filter, header, signal)), {
+        contentType: 'text/csv; charset=utf-8',
+        signal,
+      }),
+    ),
+  );
   const now = deps.clock.now();
   const keys = { allKey: resultObjectKey(job.id, 'all'), foundKey: resultObjectKey(job.id, 'found'), errorsKey: resultObjectKey(job.id, 'errors') };
   const finished: JobRecord = { ...job, status: 'completed', resultAllKey: keys.allKey, resultFoundKey: keys.foundKey, resultErrorsKey: keys.errorsKey, finishedAt: now };
