@@ -67,8 +67,10 @@ export class BillingStore {
         'SELECT id, account_id AS accountId, delta, reason, kind, job_id AS jobId, created_at AS createdAt FROM ledger WHERE account_id = ? ORDER BY created_at, id',
       ),
       chargesForJob: db.prepare("SELECT COALESCE(-SUM(delta), 0) AS n FROM ledger WHERE job_id = ? AND reason = 'charge'"),
+      // One primary-key probe per key given, in their order: a CROSS JOIN keeps SQLite from first
+      // sorting the keys into a temporary index, as `lookup_key IN (SELECT ...)` makes it do.
       freshBilled: db.prepare(
-        'SELECT lookup_key AS key FROM billing_cache WHERE account_seq = ? AND kind = ? AND charged_at > ? AND lookup_key IN (SELECT value FROM json_each(?))',
+        'SELECT b.lookup_key AS key FROM json_each(?) j CROSS JOIN billing_cache b ON b.account_seq = ? AND b.kind = ? AND b.lookup_key = j.value WHERE b.charged_at > ?',
       ),
       chargedKeys: db.prepare(
         'SELECT b.lookup_key AS key FROM billing_cache b JOIN ledger l ON l.id = b.ledger_id WHERE b.account_seq = ? AND l.job_id = ? ORDER BY b.lookup_key',
@@ -162,7 +164,7 @@ export class BillingStore {
   /** Keys this account paid for after `since`: their repeats are free. One query per batch. */
   freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Set<string> {
     if (keys.length === 0) return new Set();
-    const rows = this.stmts.freshBilled.all(this.seq(accountId), kind, since, JSON.stringify(keys)) as { key: string }[];
+    const rows = this.stmts.freshBilled.all(JSON.stringify(keys), this.seq(accountId), kind, since) as { key: string }[];
     return new Set(rows.map((r) => r.key));
   }
 
