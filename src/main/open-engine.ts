@@ -153,7 +153,7 @@ async function openObjectStore(config: Config, log: Logger): Promise<{ objects: 
       ? { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }
       : embeddedCredentials(config.dataDir);
   const server = await ensureEmbeddedS3({ dataDir: config.dataDir, port: s3.embeddedPort, bucket: s3.bucket, region: s3.region, log, ...credentials });
-  const store = new S3ObjectStore({ endpoint: server.endpoint, region: s3.region, bucket: s3.bucket, forcePathStyle: true, ...credentials });
+  const store = new S3ObjectStore({ endpoint: server.endpoint, region: s3.region, bucket: s3.bucket, forcePathStyle: true, unsignedPayload: true, ...credentials });
   // Whoever hosts the embedded server may exit first; the next request then hosts it here.
   const objects = withFailover(store, () => server.reconnect());
   return {

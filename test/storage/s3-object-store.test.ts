@@ -97,6 +97,61 @@ describe('S3ObjectStore against the embedded server', () => {
     expect(await readAll(await store.getStream('inputs/big.bin', { start: size - 5 }))).toEqual(expectedSlice(size - 5, size - 1));
   });
 
+  describe('unsignedPayload, for the embedded server on this machine', () => {
+    /** Forwards every request to the embedded server, noting each one's method and payload hash. */
+    async function recordingProxy(): Promise<{ endpoint: string; seen: string[]; close: () => Promise<void> }> {
+      const target = new URL(embedded.endpoint);
+      const seen: string[] = [];
+      const server = http.createServer((req, res) => {
+        seen.push(`${req.method} ${String(req.headers['x-amz-content-sha256'])}`);
+        const forward = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        });
+        req.pipe(forward);
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      return { endpoint, seen, close: () => new Promise((resolve) => server.close(() => resolve())) };
+    }
+
+    it('uploads, streamed in parts or whole, without hashing their bodies, and the server takes them', async () => {
+      const proxy = await recordingProxy();
+      try {
+        // The proxy is another host to the signature: sign for it, as a client of it would.
+        const unsigned = new S3ObjectStore({ ...settings, endpoint: proxy.endpoint, unsignedPayload: true });
+        extraStores.push(unsigned);
+        const source = generated(6 * MiB + 5);
+        await unsigned.putStream('inputs/unsigned.bin', source.body);
+        await unsigned.putBytes('results/unsigned.csv', 'a,b\n');
+        expect(await sha256Of(await store.getStream('inputs/unsigned.bin'))).toEqual({ hex: source.sha256(), size: 6 * MiB + 5 });
+        expect((await store.getBytes('results/unsigned.csv')).toString()).toBe('a,b\n');
+        const uploads = proxy.seen.filter((r) => r.startsWith('PUT') || r.startsWith('POST'));
+        expect(uploads.length).toBeGreaterThanOrEqual(4); // create, two parts, complete; and the single put
+        expect(uploads.every((r) => r.endsWith(' UNSIGNED-PAYLOAD'))).toBe(true);
+
+        const signed = new S3ObjectStore({ ...settings, endpoint: proxy.endpoint });
+        extraStores.push(signed);
+        proxy.seen.length = 0;
+        await signed.putBytes('results/signed.csv', 'a,b\n');
+        expect(proxy.seen).toEqual([`PUT ${createHash('sha256').update('a,b\n').digest('hex')}`]);
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    it('presigned URLs are signed as before and still download', async () => {
+      const unsigned = new S3ObjectStore({ ...settings, unsignedPayload: true });
+      extraStores.push(unsigned);
+      await unsigned.putBytes('results/all.csv', 'email\n');
+      const { url } = await unsigned.presignGet('results/all.csv', { expiresInSeconds: 60 });
+      expect(new URL(url).searchParams.get('X-Amz-SignedHeaders')).toBe('host');
+      const res = await fetch(url);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe('email\n');
+    });
+  });
+
   it('stores a small stream and an empty one', async () => {
     expect(await store.putStream('small.csv', Readable.from(['email\n', 'a@b.c\n']))).toEqual({ key: 'small.csv', size: 12 });
     expect((await store.getBytes('small.csv')).toString()).toBe('email\na@b.c\n');
