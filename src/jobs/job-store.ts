@@ -213,6 +213,12 @@ export class JobStore {
       chunk: db.prepare(`SELECT ${CHUNK_COLUMNS} FROM job_chunks WHERE job_id = ? AND chunk_index = ?`),
       chunks: db.prepare(`SELECT ${CHUNK_COLUMNS} FROM job_chunks WHERE job_id = ? ORDER BY chunk_index`),
       renewChunkLease: db.prepare('UPDATE job_chunks SET lease_expires_at = ? WHERE job_id = ? AND chunk_index = ? AND lease_epoch = ? AND lease_owner = ?'),
+      liveLeaseOwners: db.prepare(
+        `SELECT lease_owner AS owner FROM jobs WHERE lease_owner IS NOT NULL AND lease_expires_at >= @now
+         UNION SELECT lease_owner FROM job_chunks WHERE lease_owner IS NOT NULL AND lease_expires_at >= @now`,
+      ),
+      freeJobLeasesOf: db.prepare('UPDATE jobs SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = ?'),
+      freeChunkLeasesOf: db.prepare('UPDATE job_chunks SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = ?'),
       releaseChunkLease: db.prepare('UPDATE job_chunks SET lease_owner = NULL, lease_expires_at = NULL WHERE job_id = ? AND chunk_index = ? AND lease_epoch = ?'),
       insertChunk: db.prepare('INSERT OR REPLACE INTO job_chunks (job_id, chunk_index, first_row, row_count) VALUES (?, ?, ?, ?)'),
       finishSplit: db.prepare(
@@ -360,6 +366,19 @@ export class JobStore {
       this.s.phaseDone.run(jobId);
       this.s.chunksFresh.run(jobId);
     }).immediate();
+  }
+
+  /** Owners of leases that have not run out. */
+  liveLeaseOwners(now: number): string[] {
+    return (this.s.liveLeaseOwners.all({ now }) as { owner: string }[]).map((r) => r.owner);
+  }
+
+  /**
+   * Frees every lease `owner` holds, as if they had run out, and says how many there were. Their
+   * epochs stay: should the owner be alive after all, its renewals and commits are refused.
+   */
+  freeLeasesOf(owner: string): number {
+    return this.db.transaction(() => this.s.freeJobLeasesOf.run(owner).changes + this.s.freeChunkLeasesOf.run(owner).changes).immediate();
   }
 
   /** Takes the next pending chunk of a running job whose lease is free. */

@@ -37,6 +37,7 @@ export class Worker {
   }
 
   async run(options: WorkerOptions): Promise<void> {
+    this.freeDeadWorkersLeases();
     const loops = Array.from({ length: options.concurrency }, () => this.loop(options.until ?? (() => false)));
     await Promise.all(loops);
   }
@@ -92,7 +93,27 @@ export class Worker {
       );
       return true;
     }
-    return this.retryProviderPauses();
+    return this.freeDeadWorkersLeases() || this.retryProviderPauses();
+  }
+
+  /**
+   * Frees the leases of worker processes on this machine that have died (killed, crashed), so that
+   * a restart goes on with their chunks at once instead of when the leases run out. A lease owner is
+   * `host:pid:random`; one of another host, or of a process that is alive, is left to run out.
+   * Should a process in another PID namespace share the host name and the data dir, its leases may
+   * be freed while it lives: its epoch-fenced commits are then refused, and nothing is doubled.
+   */
+  private freeDeadWorkersLeases(): boolean {
+    const { jobs, clock, log } = this.deps;
+    let freed = 0;
+    for (const owner of jobs.liveLeaseOwners(clock.now())) {
+      const pid = localPid(owner);
+      if (pid === undefined || pid === process.pid || processAlive(pid)) continue;
+      const n = jobs.freeLeasesOf(owner);
+      if (n > 0) log.warn({ owner, leases: n }, 'freed the leases of a worker process that has died');
+      freed += n;
+    }
+    return freed > 0;
   }
 
   /** Jobs paused because their provider was down go on after the wait; the next batch probes it. */
@@ -227,3 +248,21 @@ const INPUT_ERRORS: ReadonlySet<string> = new Set([
   ERROR_CODES.tooManyRows,
   ERROR_CODES.unknownJobType,
 ]);
+
+/** The pid in a lease owner `host:pid:random` of this host, or undefined. */
+function localPid(owner: string): number | undefined {
+  const parts = owner.split(':');
+  if (parts.length < 3 || parts.slice(0, -2).join(':') !== os.hostname()) return undefined;
+  const pid = Number(parts[parts.length - 2]);
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e: unknown) {
+    // EPERM: it exists, as another user's process.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,11 +1,13 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { processChunk } from '../../src/jobs/process-chunk.js';
 import { splitJob } from '../../src/jobs/split-job.js';
 import { Worker } from '../../src/jobs/worker.js';
 import { FakeClock } from '../../src/shared/clock.js';
 import { writeGenderCsv } from '../support/csv-fixture.js';
-import { openTestEngine, type TestEngine } from '../support/test-engine.js';
+import { openTestEngine, SMALL_JOBS, type TestEngine } from '../support/test-engine.js';
 
 const engines: TestEngine[] = [];
 afterEach(async () => {
@@ -42,6 +44,37 @@ describe('chunk leases', () => {
 
     expect(await processChunk(e.deps, fresh.chunk, fresh.lease, never, never)).toBe('done');
     expect(e.deps.billing.chargeCountForJob(job.id)).toBe(fresh.chunk.rowCount);
+  });
+
+  it('held by a worker process on this machine that has died are freed at once; a live one\'s and another host\'s are not', async () => {
+    const clock = new FakeClock();
+    const e = await openTestEngine({ ...SMALL_JOBS, SLUICE_LEASE_SECONDS: '30' }, clock);
+    engines.push(e);
+    const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 1600, seed: 9, duplicateShare: 0, invalidShare: 0 });
+    const account = e.deps.billing.createAccount({ credits: 10_000, now: clock.now() });
+    const job = await e.jobService.submit({ accountId: account.id, type: 'gender', body: fs.createReadStream(input), inputName: null, options: {} });
+    const phase = e.deps.jobs.acquireJobPhase('splitter', clock.now(), 30_000)!;
+    await splitJob(e.deps, phase.job, phase.lease, new AbortController().signal);
+    e.deps.jobs.releaseJobLease(job.id, phase.lease);
+
+    const exited = spawn(process.execPath, ['-e', '']);
+    const deadPid = exited.pid!;
+    await new Promise((resolve) => exited.on('exit', resolve));
+    const host = os.hostname();
+    const dead = e.deps.jobs.acquireChunk(`${host}:${deadPid}:0dead000`, clock.now(), 30_000)!;
+    const live = e.deps.jobs.acquireChunk(`${host}:${process.ppid}:11ve0000`, clock.now(), 30_000)!;
+    const far = e.deps.jobs.acquireChunk(`elsewhere:${deadPid}:0far0000`, clock.now(), 30_000)!;
+
+    // The clock stands still: no lease runs out, so only a freed one can be taken.
+    const worker = new Worker(e.deps);
+    while (await worker.tick());
+    const status = (c: { chunk: { chunkIndex: number } }) => e.deps.jobs.chunk(job.id, c.chunk.chunkIndex)!.status;
+    expect(status(dead)).toBe('done');
+    expect([status(live), status(far)]).not.toContain('done');
+    expect(e.deps.jobs.chunks(job.id).filter((c) => c.status === 'done')).toHaveLength(2);
+    // The dead owner's lease is gone for good: its epoch moved on, so a late commit of it would be refused.
+    expect(e.deps.jobs.chunk(job.id, dead.chunk.chunkIndex)!.leaseEpoch).toBe(dead.lease.epoch + 1);
+    expect(e.deps.jobs.renewChunkLease(job.id, live.chunk.chunkIndex, live.lease, clock.now() + 30_000)).toBe(true);
   });
 
   it('are not handed out twice while they are live', async () => {
