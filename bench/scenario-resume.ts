@@ -112,7 +112,7 @@ export async function resumeScenario(ctx: BenchContext, ef: EngineFloor): Promis
       detail:
         `killed (SIGKILL) after ${fmt.s(r.firstMs)} with ${rowsText(r.processedAtKill)} of ${rowsText(rows)} rows committed, ` +
         `new worker ${fmt.s(r.second.workerMs)} (${phaseText(r.second)}; its loops idled ${fmt.s(r.second.idleLoopMs)}: ` +
-        `the chunks the killed worker held come free only when their leases run out, ${r.second.settings.leaseSeconds} s after its last renewal); ` +
+        `with 2 loops, one waits while the other assembles; the killed worker's leases are freed when the new worker starts, not ${r.second.settings.leaseSeconds} s after its last renewal); ` +
         `total ${fmt.s(total)} against ${fmt.s(baseline.workerMs)} for ${baselineSource}${cpuCompare}; ${same}`,
     });
   } catch (e: unknown) {
