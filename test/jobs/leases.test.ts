@@ -14,10 +14,10 @@ afterEach(async () => {
   await Promise.all(engines.splice(0).map((e) => e.close()));
 });
 
-async function splitOneJob(clock: FakeClock) {
-  const e = await openTestEngine({ SLUICE_LEASE_SECONDS: '30' }, clock);
+async function splitOneJob(clock: FakeClock, env: Record<string, string> = {}, rows = 1200) {
+  const e = await openTestEngine({ ...env, SLUICE_LEASE_SECONDS: '30' }, clock);
   engines.push(e);
-  const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 1200, seed: 9, duplicateShare: 0, invalidShare: 0 });
+  const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows, seed: 9, duplicateShare: 0, invalidShare: 0 });
   const account = e.deps.billing.createAccount({ credits: 10_000, now: clock.now() });
   const job = await e.jobService.submit({ accountId: account.id, type: 'gender', body: fs.createReadStream(input), inputName: null, options: {} });
   const phase = e.deps.jobs.acquireJobPhase('splitter', clock.now(), 30_000)!;
@@ -48,14 +48,7 @@ describe('chunk leases', () => {
 
   it('held by a worker process on this machine that has died are freed at once; a live one\'s and another host\'s are not', async () => {
     const clock = new FakeClock();
-    const e = await openTestEngine({ ...SMALL_JOBS, SLUICE_LEASE_SECONDS: '30' }, clock);
-    engines.push(e);
-    const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 1600, seed: 9, duplicateShare: 0, invalidShare: 0 });
-    const account = e.deps.billing.createAccount({ credits: 10_000, now: clock.now() });
-    const job = await e.jobService.submit({ accountId: account.id, type: 'gender', body: fs.createReadStream(input), inputName: null, options: {} });
-    const phase = e.deps.jobs.acquireJobPhase('splitter', clock.now(), 30_000)!;
-    await splitJob(e.deps, phase.job, phase.lease, new AbortController().signal);
-    e.deps.jobs.releaseJobLease(job.id, phase.lease);
+    const { e, job } = await splitOneJob(clock, SMALL_JOBS, 1600);
 
     const exited = spawn(process.execPath, ['-e', '']);
     const deadPid = exited.pid!;
