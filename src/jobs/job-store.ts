@@ -214,8 +214,9 @@ export class JobStore {
       chunks: db.prepare(`SELECT ${CHUNK_COLUMNS} FROM job_chunks WHERE job_id = ? ORDER BY chunk_index`),
       renewChunkLease: db.prepare('UPDATE job_chunks SET lease_expires_at = ? WHERE job_id = ? AND chunk_index = ? AND lease_epoch = ? AND lease_owner = ?'),
       liveLeaseOwners: db.prepare(
-        `SELECT lease_owner AS owner FROM jobs WHERE lease_owner IS NOT NULL AND lease_expires_at >= @now
-         UNION SELECT lease_owner FROM job_chunks WHERE lease_owner IS NOT NULL AND lease_expires_at >= @now`,
+        // Only running jobs and pending chunks hold leases; their statuses keep this to the index.
+        `SELECT lease_owner AS owner FROM jobs WHERE status = 'running' AND lease_owner IS NOT NULL AND lease_expires_at >= @now
+         UNION SELECT lease_owner FROM job_chunks WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at >= @now`,
       ),
       freeJobLeasesOf: db.prepare('UPDATE jobs SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = ?'),
       freeChunkLeasesOf: db.prepare('UPDATE job_chunks SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = ?'),

@@ -5,7 +5,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { importBreaches, importCompanies } from '../../src/cli/import-command.js';
 import { runJob } from '../../src/cli/run-command.js';
 import { csvLine } from '../../src/jobs/csv-writer.js';
-import { Worker } from '../../src/jobs/worker.js';
 import { COMPANY_KIND } from '../../src/lookups/company/company-profile.js';
 import { EmbeddedCompanyDirectory } from '../../src/lookups/company/embedded-company-directory.js';
 import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
@@ -15,7 +14,7 @@ import { RemoteLookupProvider } from '../../src/lookups/remote/remote-provider.j
 import { seededRandom } from '../../src/shared/seeded-random.js';
 import { openDatabase, type Db } from '../../src/storage/sqlite/open-database.js';
 import { bearer, closeHarnesses, json, newAccount, openApiHarness, type ApiHarness } from '../support/api-harness.js';
-import { openTestEngine, resultText, tempDir, type TestEngine, writeFile } from '../support/test-engine.js';
+import { openTestEngine, resultText, runUntilCompleted, tempDir, type TestEngine, writeFile } from '../support/test-engine.js';
 
 const engines: TestEngine[] = [];
 const simulators: ProviderSimulator[] = [];
@@ -251,8 +250,7 @@ describe.each(CASES)('a $kind job against a remote provider', (c) => {
     expect(CREDITS - e.deps.billing.requireAccount(accountId).credits).toBe(first.summary.credits_used);
 
     sim.set({ down: false });
-    const deadline = Date.now() + 30_000;
-    await new Worker(e.deps).run({ concurrency: 1, until: () => e.deps.jobs.status(first.summary.id) === 'completed' || Date.now() > deadline });
+    await runUntilCompleted(e, first.summary.id);
     const job = e.deps.jobs.require(first.summary.id);
     expect(job.status).toBe('completed');
     expect({ all: await resultText(e, job.id, 'all'), found: await resultText(e, job.id, 'found') }).toEqual({ all: expected.all, found: expected.found });

@@ -2,10 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runJob } from '../../src/cli/run-command.js';
-import { Worker } from '../../src/jobs/worker.js';
 import { startProviderSimulator, type ProviderSimulator, type SimulatorOptions } from '../../src/lookups/remote/provider-simulator.js';
 import { writeGenderCsv } from '../support/csv-fixture.js';
-import { openTestEngine, resultText, tempDir, type TestEngine } from '../support/test-engine.js';
+import { openTestEngine, resultText, runUntilCompleted, tempDir, type TestEngine } from '../support/test-engine.js';
 
 const engines: TestEngine[] = [];
 const simulators: ProviderSimulator[] = [];
@@ -71,8 +70,7 @@ describe('a gender job against a remote provider', () => {
     expect(100_000 - e.deps.billing.requireAccount(account.id).credits).toBe(first.summary.credits_used);
 
     sim.set({ down: false });
-    const deadline = Date.now() + 30_000;
-    await new Worker(e.deps).run({ concurrency: 1, until: () => e.deps.jobs.status(first.summary.id) === 'completed' || Date.now() > deadline });
+    await runUntilCompleted(e, first.summary.id);
     const job = e.deps.jobs.require(first.summary.id);
     expect(job.status).toBe('completed');
     expect({ all: await resultText(e, job.id, 'all'), found: await resultText(e, job.id, 'found') }).toEqual({ all: expected.all, found: expected.found });

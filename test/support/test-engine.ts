@@ -80,6 +80,15 @@ export async function runUntilSettled(engine: Engine, jobId: string, concurrency
 }
 
 /**
+ * Runs an in-process worker until the job has completed, or for `timeoutMs`: through pauses the
+ * worker lifts itself, such as a provider outage's. The caller checks the status it ended with.
+ */
+export async function runUntilCompleted(engine: Engine, jobId: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  await new Worker(engine.deps).run({ concurrency: 1, until: () => engine.deps.jobs.status(jobId) === JOB_STATUSES.completed || Date.now() > deadline });
+}
+
+/**
  * `real`'s answers from a provider the result cache serves, as it serves a remote service: for tests
  * of the cache (`cached`) against an embedded engine, which answers locally and skips the cache.
  */
