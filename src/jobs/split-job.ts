@@ -1,7 +1,7 @@
 import { jobLookups, type JobLookup } from '../../pipelines/index.js';
 import type { NormaliseOptions, Pipeline } from '../../pipelines/pipeline.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
-import { chunkObjectKey, encodeChunkRow, ROW_KINDS, type RowKey } from './chunk-format.js';
+import { ChunkBodyBuilder, chunkObjectKey, encodeChunkRow, ROW_KINDS, type RowKey } from './chunk-format.js';
 import { readCsvRows } from './csv-reader.js';
 import type { EngineDeps } from './engine-deps.js';
 import type { JobRecord, Lease } from './job-store.js';
@@ -30,20 +30,19 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
   const chunks: { firstRow: number; rowCount: number }[] = [];
   let keyColumn: KeyColumn | undefined;
   let keyIndexes: number[] = [];
-  let lines: string[] = [];
+  const body = new ChunkBodyBuilder();
   let totalRows = 0;
   let width = 0;
   let pendingPut: Promise<unknown> = Promise.resolve();
 
   const flush = async (): Promise<void> => {
-    if (lines.length === 0) return;
+    if (body.rows === 0) return;
     const index = chunks.length;
-    chunks.push({ firstRow: totalRows - lines.length, rowCount: lines.length });
-    const body = lines.join('\n') + '\n';
-    lines = [];
+    chunks.push({ firstRow: totalRows - body.rows, rowCount: body.rows });
+    const bytes = body.take();
     // One upload in flight while the next chunk is parsed; memory stays at about two chunks.
     await pendingPut;
-    pendingPut = deps.objects.putBytes(chunkObjectKey(job.id, index), body, { contentType: 'application/x-ndjson', signal });
+    pendingPut = deps.objects.putBytes(chunkObjectKey(job.id, index), bytes, { contentType: 'application/x-ndjson', signal });
     // Its failure surfaces at the next await; if the split throws first, it must not go unhandled.
     pendingPut.catch(() => undefined);
   };
@@ -68,8 +67,8 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
         if (!normalised.ok) return { kind: ROW_KINDS.invalid, value: normalised.code };
         return { kind: seen[l]!.add(normalised.key) ? ROW_KINDS.lookup : ROW_KINDS.duplicate, value: normalised.key };
       });
-      lines.push(encodeChunkRow(keys, cells));
-      if (lines.length === limits.chunkRows) await flush();
+      body.append(encodeChunkRow(keys, cells));
+      if (body.rows === limits.chunkRows) await flush();
     }
   }
   if (keyColumn === undefined) throw new AppError(ERROR_CODES.noRows, 'the file has no rows');

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { dataDirSecret } from './data-dir-secret.js';
+import { applyHeapGrowth } from './heap-growth.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { KeyStore } from '../auth/key-store.js';
@@ -45,6 +46,8 @@ export interface EngineOverrides {
 /** Builds the real dependencies from configuration: the one place that knows what is real. */
 export async function openEngine(config: Config, log: Logger, overrides: EngineOverrides = {}): Promise<Engine> {
   const clock = overrides.clock ?? systemClock;
+  // Every Sluice process opens its engine once, at start-up: the process is Sluice's own.
+  applyHeapGrowth(config.heapGrowthPercent);
   fs.mkdirSync(config.dataDir, { recursive: true });
   const db = openDatabase(path.join(config.dataDir, 'sluice.db'), config.sqlite);
   const { objects, close: closeObjects } = await openObjectStore(config, log);

@@ -17,6 +17,8 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   s3ForcePathStyle: (c) => c.s3.forcePathStyle,
   sqliteSynchronous: (c) => c.sqlite.synchronous,
   sqliteBusyTimeoutMs: (c) => c.sqlite.busyTimeoutMs,
+  sqliteCacheMb: (c) => c.sqlite.cacheMb,
+  heapGrowthPercent: (c) => c.heapGrowthPercent,
   maxRows: (c) => c.jobs.maxRows,
   maxLineBytes: (c) => c.jobs.maxLineBytes,
   chunkRows: (c) => c.jobs.chunkRows,
