@@ -75,6 +75,36 @@ export class ChunkBodyBuilder {
   }
 }
 
+/**
+ * A chunk object's lines, decoded one at a time as they are needed. Splitting the whole body into
+ * strings up front kept a chunk's worth of them alive for as long as the chunk ran, long enough
+ * for V8 to promote them to its old space; these are the body's bytes and the lines' ends only.
+ */
+export class ChunkLines {
+  /** Where each line ends, at its `\n` (or at the end of a body without a last line end). */
+  private readonly ends: Uint32Array;
+
+  constructor(private readonly body: Buffer) {
+    let count = 0;
+    for (let at = body.indexOf(0x0a); at !== -1; at = body.indexOf(0x0a, at + 1)) count++;
+    const unterminated = body.length > 0 && body[body.length - 1] !== 0x0a;
+    this.ends = new Uint32Array(count + (unterminated ? 1 : 0));
+    let i = 0;
+    for (let at = body.indexOf(0x0a); at !== -1; at = body.indexOf(0x0a, at + 1)) this.ends[i++] = at;
+    if (unterminated) this.ends[i] = body.length;
+  }
+
+  get count(): number {
+    return this.ends.length;
+  }
+
+  /** Line `i` without its line end; a line past the last one is an error, not `undefined`. */
+  line(i: number): string {
+    if (!(i >= 0 && i < this.ends.length)) throw new RangeError(`chunk line ${i} of ${this.ends.length}`);
+    return this.body.toString('utf8', i === 0 ? 0 : this.ends[i - 1]! + 1, this.ends[i]);
+  }
+}
+
 /** Lookup `l`'s key of the row. */
 export function rowKey(row: ChunkRow, l: number): RowKey {
   return l === 0 ? row : row.more![l - 1]!;

@@ -3,7 +3,7 @@ import { jobLookups, type JobLookup } from '../../pipelines/index.js';
 import type { LookupOutcome, LookupProvider } from '../lookups/lookup-provider.js';
 import { DAY_MS } from '../shared/clock.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
-import { chunkObjectKey, decodeChunkRow, partObjectKey, ROW_KINDS, rowKey, type ChunkRow, type RowKey } from './chunk-format.js';
+import { ChunkLines, chunkObjectKey, decodeChunkRow, partObjectKey, ROW_KINDS, rowKey, type ChunkRow, type RowKey } from './chunk-format.js';
 import { csvCells, csvLine, csvRecords } from './csv-writer.js';
 import type { EngineDeps } from './engine-deps.js';
 import { jobEndEvent } from './job-events.js';
@@ -61,7 +61,7 @@ export async function processChunk(
 ): Promise<ChunkOutcome> {
   const job = deps.jobs.require(chunk.jobId);
   const ctx: ChunkContext = { deps, job, chunk, lease, lookups: activeLookups(deps, job), signal, retry: undefined };
-  const lines = (await deps.objects.getBytes(chunkObjectKey(job.id, chunk.chunkIndex), signal)).toString('utf8').split('\n');
+  const lines = new ChunkLines(await deps.objects.getBytes(chunkObjectKey(job.id, chunk.chunkIndex), signal));
   // The first pass works through every row; a retry pass through the rows that failed before.
   if (chunk.pass > 0) ctx.retry = await loadRetry(ctx);
   const order = ctx.retry?.order;
@@ -72,7 +72,7 @@ export async function processChunk(
     if (deps.clock.now() - started > FAIR_SLICE_MS && deps.jobs.otherAccountStarved(job.accountId, deps.clock.now(), deps.limits.accountRunningJobs)) return 'stopped';
     const end = Math.min(cursor + deps.limits.batchRows, chunk.passRows);
     const rows: ChunkRow[] = [];
-    for (let i = cursor; i < end; i++) rows.push(decodeChunkRow(lines[order === undefined ? i : order[i]!]!));
+    for (let i = cursor; i < end; i++) rows.push(decodeChunkRow(lines.line(order === undefined ? i : order[i]!)));
     const { committed, paused } = await processBatch(ctx, rows, cursor);
     cursor += committed;
     if (paused) return 'paused';
@@ -309,15 +309,17 @@ function renderRow(
  */
 async function writeParts(ctx: ChunkContext): Promise<Buffer> {
   const { deps, job, chunk } = ctx;
-  const texts: Record<ExportFilter, string[]> = { all: [], found: [], errors: [] };
+  // Each batch's text becomes bytes as soon as it is read: a chunk's worth of strings held until
+  // the last batch would be promoted to V8's old space, to die there once the parts are written.
+  const bytes: Record<ExportFilter, Buffer[]> = { all: [], found: [], errors: [] };
   const flags: Buffer[] = [];
   for (const output of deps.jobs.outputs(job.id, chunk.chunkIndex)) {
-    texts.all.push(output.allText);
-    texts.found.push(flaggedText(output, ROW_FLAGS.found));
-    texts.errors.push(flaggedText(output, ROW_FLAGS.error));
+    bytes.all.push(Buffer.from(output.allText));
+    bytes.found.push(Buffer.from(flaggedText(output, ROW_FLAGS.found)));
+    bytes.errors.push(Buffer.from(flaggedText(output, ROW_FLAGS.error)));
     flags.push(output.rowFlags);
   }
-  await putParts(ctx, { all: texts.all.join(''), found: texts.found.join(''), errors: texts.errors.join('') });
+  await putParts(ctx, { all: Buffer.concat(bytes.all), found: Buffer.concat(bytes.found), errors: Buffer.concat(bytes.errors) });
   return Buffer.concat(flags);
 }
 
@@ -345,7 +347,7 @@ async function rewriteParts(ctx: ChunkContext, retry: RetryState): Promise<Buffe
   return flags;
 }
 
-async function putParts(ctx: ChunkContext, parts: Record<ExportFilter, string>): Promise<void> {
+async function putParts(ctx: ChunkContext, parts: Record<ExportFilter, string | Buffer>): Promise<void> {
   const { deps, job, chunk } = ctx;
   await Promise.all(
     EXPORT_FILTERS.map((filter) =>
