@@ -107,7 +107,7 @@ export const SETTINGS = {
   sqliteSynchronous: oneOf('SLUICE_SQLITE_SYNCHRONOUS', ['NORMAL', 'FULL'] as const, 'NORMAL', 'SQLite `synchronous` in WAL mode: NORMAL survives process crashes, FULL also power loss.'),
   sqliteBusyTimeoutMs: int('SLUICE_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000, 'How long a writer waits for another process\'s lock.'),
   sqliteCacheMb: int('SLUICE_SQLITE_CACHE_MB', 32, 1, 65_536, 'SQLite page cache of each process, in MiB: more keeps more of the billing cache in memory, at that much more RSS.'),
-  heapGrowthPercent: int('SLUICE_HEAP_GROWTH_PERCENT', 50, 0, 1000, 'How far the JavaScript heap may grow past what the last full garbage collection kept, in percent, before the next one. 0 leaves it to V8, which lets it grow up to 4x.'),
+  heapGrowthPercent: int('SLUICE_HEAP_GROWTH_PERCENT', 100, 0, 1000, 'How far the JavaScript heap may grow past what the last full garbage collection kept, in percent, before the next one. 0 leaves it to V8, which lets it grow up to 4x.'),
   maxRows: int('SLUICE_MAX_ROWS', 1_000_000, 1, 100_000_000, 'Rows per job; a larger file fails with `too_many_rows` before any charge.'),
   maxLineBytes: int('SLUICE_MAX_LINE_BYTES', 65_536, 1024, 64 * 1024 * 1024, 'Longest CSV row; a longer one rejects the file with `line_too_long`.'),
   chunkRows: int('SLUICE_CHUNK_ROWS', 25_000, 10, 10_000_000, 'Rows per chunk: the unit of resume and of parallel work.'),
