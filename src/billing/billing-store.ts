@@ -73,10 +73,10 @@ export class BillingStore {
         'SELECT b.lookup_key AS key FROM json_each(?) j CROSS JOIN billing_cache b ON b.account_seq = ? AND b.kind = ? AND b.lookup_key = j.value WHERE b.charged_at > ?',
       ),
       chargedKeys: db.prepare(
-        'SELECT b.lookup_key AS key FROM billing_cache b JOIN ledger l ON l.id = b.ledger_id WHERE b.account_seq = ? AND l.job_id = ? ORDER BY b.lookup_key',
+        'SELECT b.lookup_key AS key FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.account_seq = ? AND l.job_id = ? ORDER BY b.lookup_key',
       ),
       upsertBilling: db.prepare(
-        'INSERT INTO billing_cache (account_seq, kind, lookup_key, charged_at, ledger_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_seq, kind, lookup_key) DO UPDATE SET charged_at = excluded.charged_at, ledger_id = excluded.ledger_id',
+        'INSERT INTO billing_cache (account_seq, kind, lookup_key, charged_at, ledger_seq) VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_seq, kind, lookup_key) DO UPDATE SET charged_at = excluded.charged_at, ledger_seq = excluded.ledger_seq',
       ),
       reservedByOthers: db.prepare(
         'SELECT COALESCE(SUM(amount), 0) AS n FROM credit_reservations WHERE account_id = ? AND NOT (job_id = ? AND chunk_index = ?)',
@@ -238,10 +238,13 @@ export class BillingStore {
       const keys = charged[k]!;
       if (keys.size === 0) return;
       const ledgerId = chargeLedgerId(accountId, input.jobId, k === 0 ? input.batchId : `${input.batchId}:${kind}`);
-      if (this.stmts.insertLedger.run(ledgerId, accountId, -keys.size, 'charge', kind, input.jobId, now).changes === 0) {
+      const line = this.stmts.insertLedger.run(ledgerId, accountId, -keys.size, 'charge', kind, input.jobId, now);
+      if (line.changes === 0) {
         throw new AppError(ERROR_CODES.internal, `batch ${input.batchId} of ${input.jobId} was already charged for ${kind}`);
       }
-      for (const key of keys) this.stmts.upsertBilling.run(seq, kind, key, now, ledgerId);
+      // The line's `seq` (its INTEGER PRIMARY KEY), not its id: billing rows stay small (migration 009).
+      const ledgerSeq = Number(line.lastInsertRowid);
+      for (const key of keys) this.stmts.upsertBilling.run(seq, kind, key, now, ledgerSeq);
     });
     return { charged, unpaidRow, total: order.length };
   }
