@@ -139,10 +139,10 @@ async function queue(dataDir: string, settings: Settings, inputs: string[], rece
     const jobs: JobRef[] = [];
     for (const [i, input] of inputs.entries()) {
       const accountId = i === 0 ? 'chaos' : `side-${i}`;
-      engine.deps.billing.createAccount({ id: accountId, credits: 10_000_000, now: Date.now() });
+      await engine.deps.billing.createAccount({ id: accountId, credits: 10_000_000, now: Date.now() });
       if (receiver) {
         const hook = `/hook/${accountId}`;
-        const { secret } = engine.webhooks.store.create({ accountId, kind: WEBHOOK_KINDS.generic, url: receiver.url + hook, events: ['bulk.completed'], description: 'chaos', isActive: true, now: Date.now() });
+        const { secret } = await engine.webhooks.store.create({ accountId, kind: WEBHOOK_KINDS.generic, url: receiver.url + hook, events: ['bulk.completed'], description: 'chaos', isActive: true, now: Date.now() });
         receiver.secrets.set(hook, secret!);
       }
       const job = await engine.jobService.submit({ accountId, type: 'gender', body: fs.createReadStream(input), inputName: path.basename(input), options: {} });

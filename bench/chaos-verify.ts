@@ -18,21 +18,21 @@ export async function collect(env: NodeJS.ProcessEnv, jobs: readonly { id: strin
   try {
     const facts: Facts[] = [];
     for (const { id, accountId } of jobs) {
-      const job = engine.jobService.get(id);
+      const job = await engine.jobService.get(id);
       const files = { all: Buffer.alloc(0), found: Buffer.alloc(0) };
       if (job.status === 'completed') {
         for (const filter of ['all', 'found'] as const) files[filter] = Buffer.concat(await (await engine.jobService.openResult(id, filter)).toArray());
       }
-      const lines = engine.deps.billing.ledger(accountId).filter((l) => l.reason === 'charge' && l.jobId === id);
+      const lines = (await engine.deps.billing.ledger(accountId)).filter((l) => l.reason === 'charge' && l.jobId === id);
       facts.push({
         status: job.status,
         counters: `${job.processedRows} processed, ${job.foundRows} found, ${job.invalidRows} invalid, ${job.duplicateRows} duplicate, ${job.errorRows} error, ${job.creditsUsed} credits`,
         files,
-        keys: engine.deps.billing.chargedKeys(accountId, id),
+        keys: await engine.deps.billing.chargedKeys(accountId, id),
         lines: lines.length,
         deltas: lines.map((l) => l.delta).sort((a, b) => a - b).join(','),
         charged: -lines.reduce((sum, l) => sum + l.delta, 0),
-        balance: engine.deps.billing.requireAccount(accountId).credits,
+        balance: (await engine.deps.billing.requireAccount(accountId)).credits,
       });
     }
     return facts;

@@ -20,7 +20,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config/load-config.js';
-import { JOB_STATUSES, TERMINAL_STATUSES, type JobStatus } from '../src/jobs/job-states.js';
+import { JOB_STATUSES, TERMINAL_STATUSES, type JobStatus } from '../src/storage/job-states.js';
 import { Worker } from '../src/jobs/worker.js';
 import { openEngine, type Engine } from '../src/main/open-engine.js';
 import { createLogger } from '../src/shared/logger.js';
@@ -106,9 +106,9 @@ function print(value: object): void {
 
 async function stage(engine: Engine, input: string, accountId: string, credits: number): Promise<EngineStaged> {
   const { deps, jobService } = engine;
-  if (!deps.billing.account(accountId)) deps.billing.createAccount({ id: accountId, credits, now: deps.clock.now() });
+  if (!(await deps.billing.account(accountId))) await deps.billing.createAccount({ id: accountId, credits, now: deps.clock.now() });
   const staged = await jobService.stageInput(fs.createReadStream(input));
-  const job = jobService.create({ ...staged, accountId, type: 'gender', inputName: path.basename(input), options: {} });
+  const job = await jobService.create({ ...staged, accountId, type: 'gender', inputName: path.basename(input), options: {} });
   return { event: 'staged', jobId: job.id, accountId, inputBytes: staged.size };
 }
 
@@ -151,9 +151,8 @@ function countInFlight(deps: Engine['deps'], full: number): InFlightRecorder {
 
 async function run(engine: Engine, jobId: string, concurrency: number, verify: boolean): Promise<EngineResult> {
   const { deps, config } = engine;
-  const phaseOf = deps.db.prepare('SELECT status, phase, processed_rows AS processed, total_rows AS total FROM jobs WHERE id = ?');
-  const settled = (): boolean => {
-    const status = deps.jobs.status(jobId);
+  const settled = async (): Promise<boolean> => {
+    const status = await deps.jobs.status(jobId);
     return status === undefined || status === JOB_STATUSES.paused || TERMINAL_STATUSES.has(status as JobStatus);
   };
   const worker = new TimedWorker(deps, config.jobs.pollMs);
@@ -164,9 +163,9 @@ async function run(engine: Engine, jobId: string, concurrency: number, verify: b
   // gets a turn, which a chunk's batches (all promise continuations) do not give it.
   const jobs = deps.jobs;
   const completeChunk = jobs.completeChunk.bind(jobs);
-  jobs.completeChunk = (id, chunkIndex, lease, flags, now) => {
-    completeChunk(id, chunkIndex, lease, flags, now);
-    if (id === jobId) chunksDone.push({ atMs: Math.round(performance.now() - t0), rows: jobs.chunk(id, chunkIndex)?.rowCount ?? 0 });
+  jobs.completeChunk = async (id, chunkIndex, lease, flags, now) => {
+    await completeChunk(id, chunkIndex, lease, flags, now);
+    if (id === jobId) chunksDone.push({ atMs: Math.round(performance.now() - t0), rows: (await jobs.chunk(id, chunkIndex))?.rowCount ?? 0 });
   };
   const lookups = config.providers.gender.url === undefined ? undefined : countInFlight(deps, config.providers.connections);
   const delay = monitorEventLoopDelay({ resolution: 10 });
@@ -177,8 +176,14 @@ async function run(engine: Engine, jobId: string, concurrency: number, verify: b
   print({ event: 'start', jobId, hrtimeUs: startUs, cpuUs: cpu0.user + cpu0.system } satisfies EngineStart);
   const t0 = performance.now();
   delay.enable();
-  const seePhase = (): void => {
-    const row = phaseOf.get(jobId) as { status: string; phase: string; processed: number; total: number | null } | undefined;
+  let seeing = false;
+  const seePhase = async (): Promise<void> => {
+    // One look at a time: a slow store must not pile them up.
+    if (seeing) return;
+    seeing = true;
+    const row = await deps.jobs.get(jobId).finally(() => {
+      seeing = false;
+    });
     const atMs = Math.round(performance.now() - t0);
     if (row) {
       if (phaseStartMs[row.phase] === undefined) phaseStartMs[row.phase] = atMs;
@@ -187,10 +192,10 @@ async function run(engine: Engine, jobId: string, concurrency: number, verify: b
       if (mem.rss > peak.rss) peak = { rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal, external: mem.external, arrayBuffers: mem.arrayBuffers, phase: row.phase, atMs };
     }
     // Ends the loops' poll sleeps as soon as the job is over, so that the clock stops with the job.
-    if (settled()) worker.stop();
+    if (row === undefined || row.status === JOB_STATUSES.paused || TERMINAL_STATUSES.has(row.status)) worker.stop();
   };
-  seePhase();
-  const poller = setInterval(seePhase, 20);
+  await seePhase();
+  const poller = setInterval(() => void seePhase(), 20);
   try {
     await worker.run({ concurrency, until: settled });
   } finally {
@@ -201,9 +206,9 @@ async function run(engine: Engine, jobId: string, concurrency: number, verify: b
   const endUs = hrtimeUs();
   const cpu = process.cpuUsage(cpu0);
   const maxRssKiB = process.resourceUsage().maxRSS;
-  seePhase();
+  await seePhase();
 
-  const job = deps.jobs.require(jobId);
+  const job = await deps.jobs.require(jobId);
   const result: EngineResult = {
     event: 'result',
     jobId,

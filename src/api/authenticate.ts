@@ -39,15 +39,15 @@ function unauthorized(request: FastifyRequest, check: Exclude<KeyCheck, { ok: tr
  */
 export function keyAuth(deps: ApiDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const check = deps.keys.check(bearer(request));
+    const check = await deps.keys.check(bearer(request));
     if (!check.ok) throw unauthorized(request, check);
     request.caller = { accountId: check.key.accountId, key: check.key };
-    applyRateLimit(deps, reply, check.key.accountId);
+    await applyRateLimit(deps, reply, check.key.accountId);
   };
 }
 
-export function applyRateLimit(deps: ApiDeps, reply: FastifyReply, accountId: string): void {
-  const account = deps.engine.billing.requireAccount(accountId);
+export async function applyRateLimit(deps: ApiDeps, reply: FastifyReply, accountId: string): Promise<void> {
+  const account = await deps.engine.billing.requireAccount(accountId);
   const decision = deps.rateLimiter.take(accountId, account.rateLimit ?? deps.settings.rateLimitPerMinute, deps.engine.clock.now());
   reply.header('X-RateLimit-Limit', decision.limit);
   reply.header('X-RateLimit-Remaining', decision.remaining);

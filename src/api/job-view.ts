@@ -1,5 +1,5 @@
-import { EXPORT_FILTERS } from '../jobs/job-states.js';
-import type { JobRecord } from '../jobs/job-store.js';
+import { EXPORT_FILTERS } from '../storage/job-states.js';
+import type { JobRecord } from '../storage/job-records.js';
 import { jobSummary } from '../jobs/job-summary.js';
 
 /** A job as the API shows it: the summary, without storage keys, with its download paths. */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../storage/sqlite/open-database.js';
+import type { ApiKeyRow } from '../storage/records.js';
+import type { KeysPort } from '../storage/store.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { randomToken, sameHash, seal, sha256, unseal } from './secrets.js';
 
@@ -26,43 +27,22 @@ export type KeyCheck =
   | { ok: true; key: ApiKey; accountStatus: string }
   | { ok: false; reason: 'missing' | 'unknown' | 'disabled' | 'revoked' | 'suspended' };
 
-type KeyRow = Omit<ApiKey, 'isActive'> & { isActive: number; keyHash: string; sealed: string | null; revealUntil: number | null };
-
-const COLUMNS = `id, account_id AS accountId, name, key_prefix AS keyPrefix, role, is_active AS isActive, revoked_at AS revokedAt,
-  created_at AS createdAt, key_hash AS keyHash, sealed, reveal_until AS revealUntil`;
-
 /**
  * API keys: created with a secret shown once (and revealable for a short window), stored as a
  * hash, checked on every request against the key's and the account's state, so a disabled key or
  * a suspended account is refused on its very next request.
  */
 export class KeyStore {
-  private readonly s;
-
   constructor(
-    db: Db,
+    private readonly keys: KeysPort,
     private readonly sealKey: Buffer,
     private readonly revealWindowMs: number,
-  ) {
-    this.s = {
-      insert: db.prepare(
-        `INSERT INTO api_keys (id, account_id, name, key_hash, key_prefix, role, sealed, reveal_until, created_at)
-         VALUES (@id, @accountId, @name, @keyHash, @keyPrefix, @role, @sealed, @revealUntil, @now)`,
-      ),
-      byHash: db.prepare(`SELECT ${COLUMNS}, (SELECT status FROM accounts a WHERE a.id = k.account_id) AS accountStatus FROM api_keys k WHERE key_hash = ?`),
-      byId: db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE id = ?`),
-      list: db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE account_id = ? ORDER BY created_at, id`),
-      setActive: db.prepare('UPDATE api_keys SET is_active = ? WHERE id = ? AND revoked_at IS NULL'),
-      revoke: db.prepare('UPDATE api_keys SET is_active = 0, revoked_at = ?, sealed = NULL WHERE id = ?'),
-      forget: db.prepare('UPDATE api_keys SET sealed = NULL WHERE id = ?'),
-      touch: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
-    };
-  }
+  ) {}
 
-  create(input: { accountId: string; name: string; role: Role; now: number }): { key: ApiKey; secret: string } {
+  async create(input: { accountId: string; name: string; role: Role; now: number }): Promise<{ key: ApiKey; secret: string }> {
     const secret = `${KEY_PREFIX}${randomToken(SECRET_LENGTH)}`;
     const id = randomUUID();
-    this.s.insert.run({
+    await this.keys.insert({
       id,
       accountId: input.accountId,
       name: input.name,
@@ -73,23 +53,23 @@ export class KeyStore {
       revealUntil: input.now + this.revealWindowMs,
       now: input.now,
     });
-    return { key: this.get(id)!, secret };
+    return { key: (await this.get(id))!, secret };
   }
 
-  get(id: string): ApiKey | undefined {
-    const row = this.s.byId.get(id) as KeyRow | undefined;
+  async get(id: string): Promise<ApiKey | undefined> {
+    const row = await this.keys.byId(id);
     return row && toKey(row);
   }
 
-  list(accountId: string): ApiKey[] {
-    return (this.s.list.all(accountId) as KeyRow[]).map(toKey);
+  async list(accountId: string): Promise<ApiKey[]> {
+    return (await this.keys.list(accountId)).map(toKey);
   }
 
-  check(secret: string | undefined): KeyCheck {
+  async check(secret: string | undefined): Promise<KeyCheck> {
     if (!secret) return { ok: false, reason: 'missing' };
     if (!secret.startsWith(KEY_PREFIX)) return { ok: false, reason: 'unknown' };
     const hash = sha256(secret);
-    const row = this.s.byHash.get(hash) as (KeyRow & { accountStatus: string | null }) | undefined;
+    const row = await this.keys.byHash(hash);
     if (!row || !sameHash(row.keyHash, hash)) return { ok: false, reason: 'unknown' };
     if (row.revokedAt !== null) return { ok: false, reason: 'revoked' };
     if (!row.isActive) return { ok: false, reason: 'disabled' };
@@ -97,37 +77,37 @@ export class KeyStore {
     return { ok: true, key: toKey(row), accountStatus: row.accountStatus };
   }
 
-  setActive(id: string, active: boolean): boolean {
-    return this.s.setActive.run(active ? 1 : 0, id).changes === 1;
+  async setActive(id: string, active: boolean): Promise<boolean> {
+    return this.keys.setActive(id, active);
   }
 
-  revoke(id: string, now: number): boolean {
-    return this.s.revoke.run(now, id).changes === 1;
+  async revoke(id: string, now: number): Promise<boolean> {
+    return this.keys.revoke(id, now);
   }
 
   /**
    * The full secret while the reveal window is open; after it (or once revoked) the sealed copy is
    * dropped and the key `can no longer be shown` (410).
    */
-  reveal(id: string, now: number): string {
-    const row = this.s.byId.get(id) as KeyRow | undefined;
+  async reveal(id: string, now: number): Promise<string> {
+    const row = await this.keys.byId(id);
     if (!row) throw new AppError(ERROR_CODES.keyNotFound, 'API key not found', { statusCode: 404 });
     if (row.sealed === null || row.revealUntil === null || row.revealUntil < now || row.revokedAt !== null) {
-      if (row.sealed !== null) this.s.forget.run(id);
+      if (row.sealed !== null) await this.keys.forgetSealed(id);
       throw new AppError(ERROR_CODES.keyGone, 'API key can no longer be shown', { statusCode: 410 });
     }
     return unseal(row.sealed, this.sealKey);
   }
 }
 
-function toKey(row: KeyRow): ApiKey {
+function toKey(row: ApiKeyRow): ApiKey {
   return {
     id: row.id,
     accountId: row.accountId,
     name: row.name,
     keyPrefix: row.keyPrefix,
-    role: row.role,
-    isActive: row.isActive === 1,
+    role: row.role as Role,
+    isActive: row.isActive,
     revokedAt: row.revokedAt,
     createdAt: row.createdAt,
   };

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../storage/sqlite/open-database.js';
-import { BillingStore } from './billing-store.js';
+import { BillingStore } from '../storage/records.js';
 
 let dir: string;
 let db: Db;

@@ -1,7 +1,7 @@
 import { hashPassword } from '../auth/passwords.js';
-import type { Account } from '../billing/billing-store.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
+import type { Account } from '../storage/records.js';
 import { parseCommand, positiveInt, printJson, type CliIo } from './cli-io.js';
 
 export const ACCOUNTS_USAGE = [
@@ -27,42 +27,43 @@ export async function accountsCommand(engine: Engine, args: string[], io: CliIo)
       if (password !== undefined && (values.email === undefined || password.length < 8)) {
         throw new AppError(ERROR_CODES.badArgument, '--password needs --email and at least 8 characters');
       }
-      const account = billing.createAccount({
+      const account = await billing.createAccount({
         id: values.id as string | undefined,
         email: (values.email as string | undefined)?.trim().toLowerCase() ?? null,
         passwordHash: password === undefined ? null : await hashPassword(password),
         credits: positiveInt(values.credits as string | undefined, '--credits', 0),
         now: clock.now(),
       });
-      print(io, account, values.json === true, engine);
+      await print(io, account, values.json === true, engine);
       return 0;
     }
     case 'topup': {
       const { values, positionals } = parseCommand(rest, {}, 2);
-      const account = billing.addCredits(positionals[0]!, positiveInt(positionals[1], 'credits'), 'topup', clock.now());
-      print(io, account, values.json === true, engine);
+      const account = await billing.addCredits(positionals[0]!, positiveInt(positionals[1], 'credits'), 'topup', clock.now());
+      await print(io, account, values.json === true, engine);
       return 0;
     }
     case 'suspend':
     case 'reinstate': {
       const { values, positionals } = parseCommand(rest, {}, 1);
-      print(io, billing.setStatus(positionals[0]!, sub === 'suspend' ? 'suspended' : 'active'), values.json === true, engine);
+      await print(io, await billing.setStatus(positionals[0]!, sub === 'suspend' ? 'suspended' : 'active'), values.json === true, engine);
       return 0;
     }
     case 'rate-limit': {
       const { values, positionals } = parseCommand(rest, {}, 2);
       const limit = positionals[1] === 'default' ? null : positiveInt(positionals[1], 'requests per minute');
-      print(io, billing.setRateLimit(positionals[0]!, limit), values.json === true, engine);
+      await print(io, await billing.setRateLimit(positionals[0]!, limit), values.json === true, engine);
       return 0;
     }
     case 'show': {
       const { values, positionals } = parseCommand(rest, {}, 1);
-      print(io, billing.requireAccount(positionals[0]!), values.json === true, engine);
+      await print(io, await billing.requireAccount(positionals[0]!), values.json === true, engine);
       return 0;
     }
     case 'list': {
       const { values } = parseCommand(rest, {}, 0);
-      const accounts = billing.accounts().map((a) => view(a, engine));
+      const accounts = [];
+      for (const a of await billing.accounts()) accounts.push(await view(a, engine));
       if (values.json) printJson(io, { accounts });
       else for (const a of accounts) io.stdout.write(`${a.id}  ${a.credits} credits  ${a.email ?? ''}\n`);
       return 0;
@@ -72,20 +73,20 @@ export async function accountsCommand(engine: Engine, args: string[], io: CliIo)
   }
 }
 
-function view(account: Account, engine: Engine) {
+async function view(account: Account, engine: Engine) {
   return {
     id: account.id,
     email: account.email,
     credits: account.credits,
-    available: engine.deps.billing.available(account.id),
+    available: await engine.deps.billing.available(account.id),
     status: account.status,
     rate_limit: account.rateLimit,
     created_at: new Date(account.createdAt).toISOString(),
   };
 }
 
-function print(io: CliIo, account: Account, json: boolean, engine: Engine): void {
-  const v = view(account, engine);
+async function print(io: CliIo, account: Account, json: boolean, engine: Engine): Promise<void> {
+  const v = await view(account, engine);
   if (json) printJson(io, v);
   else io.stdout.write(`account    ${v.id}\ncredits    ${v.credits} (${v.available} not reserved)\n`);
 }

@@ -2,11 +2,10 @@ import fs from 'node:fs';
 import { normalisePhone, parseCountry } from '../../pipelines/phone-breaches.js';
 import type { Engine } from '../jobs/engine.js';
 import { readCsvRows } from '../jobs/csv-reader.js';
-import { CompanyDirectoryWriter } from '../lookups/company/company-directory-writer.js';
-import { companyHeader, companyLine, type CompanyHeader, type CompanyRecord } from '../lookups/company/company-records.js';
-import { BreachIndexWriter, type BreachRow } from '../lookups/phone/breach-index-writer.js';
+import { companyHeader, companyLine, type CompanyHeader } from '../lookups/company/company-records.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
-import type { Db } from '../storage/sqlite/open-database.js';
+import type { BreachRow, CompanyRecord } from '../storage/records.js';
+import type { BreachesPort, CompaniesPort } from '../storage/store.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 
 export const IMPORT_USAGE_LINES = ['sluice import breaches FILE [--default-country CC] [--json]', 'sluice import companies FILE [--json]'] as const;
@@ -42,8 +41,8 @@ export interface CompanyImportSummary extends Tally {
 
 /**
  * Loads a breach list into the index, or a company list into the directory. The file streams
- * through in the CSV reader's batches, each written in one transaction, so memory stays flat and
- * an interrupted import can simply be run again: what is already stored is skipped or updated.
+ * through in the CSV reader's batches, each one atomic store write, so memory stays flat and an
+ * interrupted import can simply be run again: what is already stored is skipped or updated.
  */
 export async function importCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
   const [what, ...rest] = args;
@@ -57,7 +56,7 @@ export async function importCommand(engine: Engine, args: string[], io: CliIo): 
   }
   const file = existingFile(positionals[0]!);
   const progress = values.json ? undefined : progressLine(io.stderr, 'breaches');
-  const summary = await importBreaches(engine.deps.db, fs.createReadStream(file), {
+  const summary = await importBreaches(engine.deps.store.breaches, fs.createReadStream(file), {
     maxLineBytes: engine.config.jobs.maxLineBytes,
     defaultCountry,
     onBatch: progress?.update,
@@ -75,7 +74,7 @@ async function importCompaniesCommand(engine: Engine, args: string[], io: CliIo)
   const { values, positionals } = parseCommand(args, {}, 1);
   const file = existingFile(positionals[0]!);
   const progress = values.json ? undefined : progressLine(io.stderr, 'companies');
-  const summary = await importCompanies(engine.deps.db, fs.createReadStream(file), { maxLineBytes: engine.config.jobs.maxLineBytes, onBatch: progress?.update });
+  const summary = await importCompanies(engine.deps.store.companies, fs.createReadStream(file), { maxLineBytes: engine.config.jobs.maxLineBytes, onBatch: progress?.update });
   progress?.done(summary);
   if (values.json) {
     printJson(io, { file, ...summary });
@@ -103,12 +102,15 @@ function countInvalid(summary: Tally, code: string): void {
   if (summary.first_invalid.length < LISTED_INVALID) summary.first_invalid.push({ row: summary.rows + 1, code });
 }
 
+/**
+ * Loads a breach list into the index. A (phone, breach) pair is stored once: a line that repeats
+ * one already held (from this file or an earlier import) is skipped and the first date stays.
+ */
 export async function importBreaches(
-  db: Db,
+  breaches: BreachesPort,
   source: AsyncIterable<Buffer | Uint8Array>,
   options: { maxLineBytes: number; defaultCountry?: string | undefined; onBatch?: ((summary: ImportSummary) => void) | undefined },
 ): Promise<ImportSummary> {
-  const writer = new BreachIndexWriter(db);
   const summary: ImportSummary = { rows: 0, imported: 0, skipped: 0, invalid: 0, invalid_by_code: {}, first_invalid: [] };
   const invalid = (code: string) => countInvalid(summary, code);
   let columns: number[] | undefined;
@@ -129,7 +131,7 @@ export async function importBreaches(
       else if (date !== '' && !isIsoDate(date)) invalid(ERROR_CODES.invalidDate);
       else rows.push({ phone: phone.key, breach, breachedAt: date === '' ? null : date });
     }
-    const added = rows.length === 0 ? 0 : writer.add(rows);
+    const added = rows.length === 0 ? 0 : await breaches.add(rows);
     summary.imported += added;
     summary.skipped += rows.length - added;
     options.onBatch?.(summary);
@@ -145,11 +147,10 @@ export async function importBreaches(
  * left alone, so a re-import changes nothing.
  */
 export async function importCompanies(
-  db: Db,
+  companies: CompaniesPort,
   source: AsyncIterable<Buffer | Uint8Array>,
   options: { maxLineBytes: number; onBatch?: ((summary: CompanyImportSummary) => void) | undefined },
 ): Promise<CompanyImportSummary> {
-  const writer = new CompanyDirectoryWriter(db);
   const summary: CompanyImportSummary = { rows: 0, imported: 0, updated: 0, unchanged: 0, invalid: 0, invalid_by_code: {}, first_invalid: [] };
   let header: CompanyHeader | undefined;
   for await (const batch of readCsvRows(source, { maxLineBytes: options.maxLineBytes })) {
@@ -165,7 +166,7 @@ export async function importCompanies(
       else countInvalid(summary, line.code);
     }
     if (records.length > 0) {
-      const write = writer.upsert(records);
+      const write = await companies.upsert(records);
       summary.imported += write.inserted;
       summary.updated += write.updated;
       summary.unchanged += write.unchanged;

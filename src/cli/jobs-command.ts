@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter, type JobStatus } from '../jobs/job-states.js';
+import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter, type JobStatus } from '../storage/job-states.js';
 import { jobSummary } from '../jobs/job-summary.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
@@ -30,7 +30,7 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
       if (status !== undefined && !Object.values(JOB_STATUSES).includes(status as JobStatus)) {
         throw new AppError(ERROR_CODES.badArgument, `--status must be one of ${Object.values(JOB_STATUSES).join(', ')}`);
       }
-      const { jobs, total } = deps.jobs.list({
+      const { jobs, total } = await deps.jobs.list({
         accountId: values.account as string | undefined,
         status: status as JobStatus | undefined,
         limit: Math.min(positiveInt(values.limit as string | undefined, '--limit', 20), 1000),
@@ -53,7 +53,7 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
       const { values, positionals } = parseCommand(rest, {}, 1);
       const id = positionals[0]!;
       const act = { show: jobService.get, resume: jobService.resume, 'retry-failed': jobService.retryFailed, cancel: jobService.cancel }[sub];
-      const job = act.call(jobService, id);
+      const job = await act.call(jobService, id);
       const summary = jobSummary(job);
       if (values.json) printJson(io, summary);
       else io.stdout.write(formatJob(summary));

@@ -22,8 +22,8 @@ export async function keysCommand(engine: Engine, args: string[], io: CliIo): Pr
       const role = values.role as string;
       if (!accountId || !name) throw new AppError(ERROR_CODES.badArgument, '--account and --name are required');
       if (!Object.values(ROLES).includes(role as Role)) throw new AppError(ERROR_CODES.badArgument, `--role must be one of ${Object.values(ROLES).join(', ')}`);
-      engine.deps.billing.requireAccount(accountId);
-      const { key, secret } = keys.create({ accountId, name, role: role as Role, now });
+      await engine.deps.billing.requireAccount(accountId);
+      const { key, secret } = await keys.create({ accountId, name, role: role as Role, now });
       if (values.json) printJson(io, { id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, role: key.role, is_active: key.isActive });
       else io.stdout.write(`${secret}\n`);
       return 0;
@@ -32,7 +32,7 @@ export async function keysCommand(engine: Engine, args: string[], io: CliIo): Pr
       const { values } = parseCommand(rest, { account: { type: 'string' } }, 0);
       const accountId = values.account as string | undefined;
       if (!accountId) throw new AppError(ERROR_CODES.badArgument, '--account is required');
-      const list = keys.list(accountId).map((k) => ({ id: k.id, name: k.name, key_prefix: k.keyPrefix, role: k.role, is_active: k.isActive, revoked: k.revokedAt !== null }));
+      const list = (await keys.list(accountId)).map((k) => ({ id: k.id, name: k.name, key_prefix: k.keyPrefix, role: k.role, is_active: k.isActive, revoked: k.revokedAt !== null }));
       if (values.json) printJson(io, { keys: list });
       else for (const k of list) io.stdout.write(`${k.id}  ${k.key_prefix}...  ${k.role.padEnd(8)} ${k.revoked ? 'revoked' : k.is_active ? 'active' : 'disabled'}  ${k.name}\n`);
       return 0;
@@ -42,8 +42,8 @@ export async function keysCommand(engine: Engine, args: string[], io: CliIo): Pr
     case 'revoke': {
       const { values, positionals } = parseCommand(rest, {}, 1);
       const id = positionals[0]!;
-      if (!keys.get(id)) throw new AppError(ERROR_CODES.keyNotFound, `no API key ${id}`);
-      const changed = sub === 'revoke' ? keys.revoke(id, now) : keys.setActive(id, sub === 'enable');
+      if (!(await keys.get(id))) throw new AppError(ERROR_CODES.keyNotFound, `no API key ${id}`);
+      const changed = sub === 'revoke' ? await keys.revoke(id, now) : await keys.setActive(id, sub === 'enable');
       if (!changed) throw new AppError(ERROR_CODES.invalidState, `API key ${id} is revoked`);
       if (values.json) printJson(io, { id, status: sub === 'revoke' ? 'revoked' : sub === 'enable' ? 'active' : 'disabled' });
       else io.stdout.write(`API key ${id} ${sub}d\n`);

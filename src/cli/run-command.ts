@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { EXPORT_FILTERS, JOB_STATUSES, TERMINAL_STATUSES } from '../jobs/job-states.js';
+import { EXPORT_FILTERS, JOB_STATUSES, TERMINAL_STATUSES } from '../storage/job-states.js';
 import { jobSummary, type JobSummary } from '../jobs/job-summary.js';
 import { parseErrorRate } from '../jobs/job-service.js';
 import { Worker } from '../jobs/worker.js';
@@ -92,7 +92,7 @@ export async function runJob(
     throw new AppError(ERROR_CODES.badArgument, `--max-error-rate must be a number from 0 to 1, such as 0.05, got "${input.maxErrorRate}"`);
   }
   const asked = parseLookups({ type: input.type ?? (input.lookups?.length ? undefined : 'gender'), column: input.column, lookup: input.lookups });
-  const accountId = input.accountId ?? ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now());
+  const accountId = input.accountId ?? (await ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now()));
 
   const job = await jobService.submit({
     accountId,
@@ -108,24 +108,30 @@ export async function runJob(
     },
   });
 
-  const settled = () => {
-    const status = deps.jobs.status(job.id);
+  const settled = async () => {
+    const status = await deps.jobs.status(job.id);
     return status === undefined || status === JOB_STATUSES.paused || TERMINAL_STATUSES.has(status);
   };
   const worker = new Worker(deps);
   const reporter = input.progress && progressReporter(input.progress);
-  const ticker = setInterval(() => reporter?.update(jobSummary(deps.jobs.require(job.id))), 200);
+  // A read still in flight when the run ends must not redraw the bar under the final line; and a
+  // progress line is not worth failing the run for, so a read that fails is only a frame skipped.
+  let ticking = true;
+  const ticker = setInterval(() => {
+    if (reporter) deps.jobs.require(job.id).then((j) => ticking && reporter.update(jobSummary(j)), () => undefined);
+  }, 200);
   const onSignal = () => worker.stop();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
     await worker.run({ concurrency: config.jobs.workerConcurrency, until: settled });
   } finally {
+    ticking = false;
     clearInterval(ticker);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  const finished = deps.jobs.require(job.id);
+  const finished = await deps.jobs.require(job.id);
   reporter?.done(jobSummary(finished));
 
   const files: Record<string, string> = {};

@@ -11,6 +11,8 @@ export interface Config {
   readonly port: number;
   readonly s3: S3Config;
   readonly sqlite: { readonly synchronous: 'NORMAL' | 'FULL'; readonly busyTimeoutMs: number; readonly cacheMb: number };
+  /** PostgreSQL instead of the data dir's SQLite file, when `url` is set. */
+  readonly database: { readonly url: string | undefined; readonly poolSize: number };
   /** V8's heap growth between full collections, in percent; 0 leaves V8's own (see openEngine). */
   readonly heapGrowthPercent: number;
   readonly jobs: JobLimits;
@@ -104,6 +106,8 @@ export const SETTINGS = {
   s3AccessKeyId: optionalText('SLUICE_S3_ACCESS_KEY_ID', 'S3 access key; unset uses the AWS default chain (embedded: a local key).'),
   s3SecretAccessKey: optionalText('SLUICE_S3_SECRET_ACCESS_KEY', 'S3 secret key; unset uses the AWS default chain (embedded: a local key).'),
   s3ForcePathStyle: bool('SLUICE_S3_FORCE_PATH_STYLE', true, 'Path-style addressing (needed by MinIO and the embedded server).'),
+  databaseUrl: optionalPostgresUrl('SLUICE_DATABASE_URL', 'PostgreSQL connection URL (`postgres://user:password@host:5432/db`): every process that shares it shares jobs, billing and webhooks, on any machine. Unset: SQLite in the data dir.'),
+  databasePoolSize: int('SLUICE_DATABASE_POOL_SIZE', 10, 1, 1000, 'Connections each process keeps open to PostgreSQL.'),
   sqliteSynchronous: oneOf('SLUICE_SQLITE_SYNCHRONOUS', ['NORMAL', 'FULL'] as const, 'NORMAL', 'SQLite `synchronous` in WAL mode: NORMAL survives process crashes, FULL also power loss.'),
   sqliteBusyTimeoutMs: int('SLUICE_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000, 'How long a writer waits for another process\'s lock.'),
   sqliteCacheMb: int('SLUICE_SQLITE_CACHE_MB', 32, 1, 65_536, 'SQLite page cache of each process, in MiB: more keeps more of the billing cache in memory, at that much more RSS.'),
@@ -162,6 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       secretAccessKey: read(s.s3SecretAccessKey),
       forcePathStyle: read(s.s3ForcePathStyle),
     },
+    database: { url: read(s.databaseUrl), poolSize: read(s.databasePoolSize) },
     sqlite: { synchronous: read(s.sqliteSynchronous), busyTimeoutMs: read(s.sqliteBusyTimeoutMs), cacheMb: read(s.sqliteCacheMb) },
     heapGrowthPercent: read(s.heapGrowthPercent),
     jobs: {
@@ -283,6 +288,25 @@ function optionalUrl(name: string, describe: string): Setting<string | undefined
       }
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad(name, 'must be an http or https URL');
       return raw.replace(/\/+$/, '');
+    },
+  };
+}
+
+function optionalPostgresUrl(name: string, describe: string): Setting<string | undefined> {
+  return {
+    name,
+    fallback: undefined,
+    describe,
+    parse: (raw) => {
+      let url: URL;
+      try {
+        url = new URL(raw);
+      } catch {
+        // The raw value may hold a password: the message does not repeat it.
+        throw new AppError(ERROR_CODES.badConfig, `${name} must be a postgres:// URL`, { details: { variable: name } });
+      }
+      if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw bad(name, 'must be a postgres:// or postgresql:// URL');
+      return raw;
     },
   };
 }

@@ -2,10 +2,9 @@ import { Readable } from 'node:stream';
 import { jobLookups } from '../../pipelines/index.js';
 import { chunkObjectKey, partObjectKey, resultObjectKey } from './chunk-format.js';
 import type { EngineDeps } from './engine-deps.js';
-import { EXPORT_FILTERS } from './job-states.js';
-import type { JobRecord, Lease } from './job-store.js';
+import { EXPORT_FILTERS } from '../storage/job-states.js';
+import type { JobRecord, Lease } from '../storage/job-records.js';
 import { outputHeader } from './render-row.js';
-import { jobEndEvent } from './job-events.js';
 
 /**
  * Concatenates the part objects in row order into one result object per export filter, streamed
@@ -26,8 +25,7 @@ export async function assembleJob(deps: EngineDeps, job: JobRecord, lease: Lease
   );
   const now = deps.clock.now();
   const keys = { allKey: resultObjectKey(job.id, 'all'), foundKey: resultObjectKey(job.id, 'found'), errorsKey: resultObjectKey(job.id, 'errors') };
-  const finished: JobRecord = { ...job, status: 'completed', resultAllKey: keys.allKey, resultFoundKey: keys.foundKey, resultErrorsKey: keys.errorsKey, finishedAt: now };
-  deps.jobs.complete(job.id, lease, keys, jobEndEvent(finished, now), now);
+  await deps.jobs.complete(job.id, lease, keys, now);
   deps.log.info({ jobId: job.id, rows: job.totalRows, errors: job.errorRows }, 'job completed');
   // `retry-failed` redoes failed rows from their chunk and splices them into the chunk's parts.
   if (job.errorRows === 0) await removeIntermediates(deps, job.id, chunkCount);

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { PresignedUrl } from '../storage/s3/object-store.js';
-import type { OutboxEvent } from '../webhooks/outbox.js';
+import type { OutboxEvent } from '../storage/records.js';
 import type { PayloadEnricher } from '../webhooks/webhook-client.js';
 import { WEBHOOK_EVENTS } from '../webhooks/webhook-store.js';
-import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter } from './job-states.js';
-import type { JobRecord } from './job-store.js';
+import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter } from '../storage/job-states.js';
+import type { JobRecord } from '../storage/job-records.js';
 import { jobSummary } from './job-summary.js';
 
 /**
@@ -29,7 +29,7 @@ export function withDownloadUrls(jobs: JobLinks, expiresInSeconds: number): Payl
   return async (event, payload) => {
     if (event !== WEBHOOK_EVENTS.bulkCompleted) return payload;
     const envelope = payload as { data: { id: string } & Record<string, unknown> };
-    const job = jobs.find(envelope.data.id);
+    const job = await jobs.find(envelope.data.id);
     if (!job || job.status !== JOB_STATUSES.completed || !job.options.downloadLink) return payload;
     const downloads: Record<string, { download_url: string; expires_at: string }> = {};
     for (const filter of EXPORT_FILTERS) {
@@ -42,6 +42,6 @@ export function withDownloadUrls(jobs: JobLinks, expiresInSeconds: number): Payl
 
 /** The part of JobService that links need (an interface here keeps job-service -> job-events one way). */
 export interface JobLinks {
-  find(id: string): JobRecord | undefined;
+  find(id: string): Promise<JobRecord | undefined>;
   downloadUrl(id: string, filter: ExportFilter, expiresInSeconds: number): Promise<PresignedUrl>;
 }

@@ -4,9 +4,8 @@ import { jobLookups } from '../../pipelines/index.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { PresignedUrl } from '../storage/s3/object-store.js';
 import type { EngineDeps } from './engine-deps.js';
-import { jobEndEvent } from './job-events.js';
-import { DEFAULT_MAX_ERROR_RATE, JOB_STATUSES, type ExportFilter } from './job-states.js';
-import type { JobOptions, JobRecord } from './job-store.js';
+import { DEFAULT_MAX_ERROR_RATE, JOB_STATUSES, type ExportFilter } from '../storage/job-states.js';
+import type { JobOptions, JobRecord } from '../storage/job-records.js';
 
 export interface SubmitJob {
   accountId: string;
@@ -24,7 +23,7 @@ export class JobService {
   /** Streams the input into the object store, then queues the job. Nothing is buffered whole. */
   async submit(input: SubmitJob): Promise<JobRecord> {
     jobLookups(input.type, input.options);
-    this.deps.billing.requireAccount(input.accountId);
+    await this.deps.billing.requireAccount(input.accountId);
     const staged = await this.stageInput(input.body, input.onUploadProgress);
     return this.create({ ...staged, accountId: input.accountId, type: input.type, inputName: input.inputName, options: input.options });
   }
@@ -40,7 +39,7 @@ export class JobService {
     return { jobId, inputKey, size: put.size };
   }
 
-  create(input: { jobId: string; inputKey: string; accountId: string; type: string; inputName: string | null; options: JobOptions }): JobRecord {
+  async create(input: { jobId: string; inputKey: string; accountId: string; type: string; inputName: string | null; options: JobOptions }): Promise<JobRecord> {
     jobLookups(input.type, input.options);
     return this.deps.jobs.create({
       id: input.jobId,
@@ -59,46 +58,38 @@ export class JobService {
     await this.deps.objects.delete(inputKey);
   }
 
-  get(id: string): JobRecord {
+  async get(id: string): Promise<JobRecord> {
     return this.deps.jobs.require(id);
   }
 
-  find(id: string): JobRecord | undefined {
+  async find(id: string): Promise<JobRecord | undefined> {
     return this.deps.jobs.get(id);
   }
 
-  cancel(id: string): JobRecord {
-    const job = this.deps.jobs.require(id);
+  /** The job ends as cancelled, its reservations released and its end event queued, in one step. */
+  async cancel(id: string): Promise<JobRecord> {
+    const job = await this.deps.jobs.require(id);
     if (job.status === JOB_STATUSES.cancelled) return job;
-    const now = this.deps.clock.now();
-    const ended = { ...job, status: JOB_STATUSES.cancelled, reason: 'cancelled', finishedAt: now };
-    const cancelled = this.deps.jobs.transition(id, JOB_STATUSES.cancelled, { reason: 'cancelled', now, event: jobEndEvent(ended, now) });
-    this.deps.billing.releaseJobReservations(id);
-    return cancelled;
+    return this.deps.jobs.transition(id, JOB_STATUSES.cancelled, { reason: 'cancelled', now: this.deps.clock.now() });
   }
 
   /** A paused or failed job goes on from its last checkpoint; finished work is never redone. */
-  resume(id: string): JobRecord {
-    const job = this.deps.jobs.require(id);
-    if (job.status !== JOB_STATUSES.paused && job.status !== JOB_STATUSES.failed) {
-      throw new AppError(ERROR_CODES.invalidState, `job ${id} is ${job.status}; only paused or failed jobs can be resumed`, { statusCode: 409 });
-    }
-    this.deps.jobs.clearFailures(id);
-    return this.deps.jobs.transition(id, JOB_STATUSES.running, { now: this.deps.clock.now() });
+  async resume(id: string): Promise<JobRecord> {
+    return this.deps.jobs.resume(id, this.deps.clock.now());
   }
 
   /**
    * Runs a finished job's failed rows again, and only them; the job is `running` until their
    * retry pass is assembled into new result files. Rows that succeed now are charged as usual.
    */
-  retryFailed(id: string): JobRecord {
-    const rows = this.deps.jobs.retryFailed(id, this.deps.clock.now());
+  async retryFailed(id: string): Promise<JobRecord> {
+    const rows = await this.deps.jobs.retryFailed(id, this.deps.clock.now());
     this.deps.log.info({ jobId: id, rows }, 'retrying failed rows');
     return this.deps.jobs.require(id);
   }
 
-  resultKey(id: string, filter: ExportFilter): string {
-    const job = this.deps.jobs.require(id);
+  async resultKey(id: string, filter: ExportFilter): Promise<string> {
+    const job = await this.deps.jobs.require(id);
     if (job.status !== JOB_STATUSES.completed) {
       throw new AppError(ERROR_CODES.invalidState, `job ${id} is ${job.status}; results exist once it has completed`, { statusCode: 409 });
     }
@@ -110,12 +101,12 @@ export class JobService {
   }
 
   async openResult(id: string, filter: ExportFilter): Promise<Readable> {
-    return this.deps.objects.getStream(this.resultKey(id, filter));
+    return this.deps.objects.getStream(await this.resultKey(id, filter));
   }
 
   /** A fresh URL every time, so an expired link can always be renewed. */
   async downloadUrl(id: string, filter: ExportFilter, expiresInSeconds: number): Promise<PresignedUrl> {
-    return this.deps.objects.presignGet(this.resultKey(id, filter), {
+    return this.deps.objects.presignGet(await this.resultKey(id, filter), {
       expiresInSeconds,
       downloadName: `${id}-${filter}.csv`,
     });

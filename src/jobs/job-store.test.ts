@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { flaggedText, ROW_FLAGS, type StoredOutput } from './job-store.js';
+import { flaggedText, ROW_FLAGS, type StoredOutput } from '../storage/job-records.js';
 
 /** A batch output as processChunk writes it: the rows' text, their ends and their flags. */
 function output(rows: readonly [text: string, flags: number][]): StoredOutput {

@@ -1,4 +1,4 @@
-import type { JobRecord } from './job-store.js';
+import type { JobRecord } from '../storage/job-records.js';
 
 /** What operators and callers see of a job: the CLI's `--json`, the API and events share it. */
 export interface JobSummary {

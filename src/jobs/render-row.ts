@@ -2,7 +2,7 @@ import type { JobLookup } from '../../pipelines/index.js';
 import type { LookupOutcome } from '../lookups/lookup-provider.js';
 import { ROW_KINDS, type RowKey } from './chunk-format.js';
 import { csvLine, escapeFormula } from './csv-writer.js';
-import { ROW_STATUSES, type RowStatus } from './job-states.js';
+import { ROW_STATUSES, type RowStatus } from '../storage/job-states.js';
 
 /**
  * How the result columns are laid out.

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Pipeline } from '../../pipelines/pipeline.js';
 import { DAY_MS } from '../shared/clock.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
-import type { OutboxEvent } from '../webhooks/outbox.js';
+import type { OutboxEvent } from '../storage/records.js';
+import type { LookupCharge } from '../storage/store.js';
 import { WEBHOOK_EVENTS } from '../webhooks/webhook-store.js';
 import type { EngineDeps } from './engine-deps.js';
 import { lookupBatch } from './lookup-batch.js';
@@ -26,7 +27,7 @@ export interface PricedCall<R> {
 /**
  * One lookup for the single endpoints, on the same billing cache and result cache as bulk jobs:
  * an address a job paid for is a free repeat here, and the other way round. A failed lookup is
- * never charged; the charge commits in one transaction with the result it pays for.
+ * never charged; the charge commits in one store operation with the result it pays for.
  */
 export async function singleLookup<R>(
   deps: EngineDeps,
@@ -46,10 +47,11 @@ export async function singleLookup<R>(
   const provider = deps.providers.get(kind);
   if (!provider) return { ok: false, reason: 'unavailable' };
   const since = deps.clock.now() - deps.repeatFreeDays * DAY_MS;
-  const repeat = billing === 'repeat_free' && deps.billing.freshlyBilled(accountId, kind, [key], since).has(key);
-  if (!repeat && deps.billing.available(accountId) <= 0) return { ok: false, reason: 'insufficient_credits' };
+  const repeat = billing === 'repeat_free' && (await deps.billing.freshlyBilled(accountId, kind, [key], since)).has(key);
+  const available = await deps.billing.available(accountId);
+  if (!repeat && available <= 0) return { ok: false, reason: 'insufficient_credits' };
 
-  const cached = provider.answersLocally ? undefined : deps.results.getMany<R>(kind, [key], since).get(key);
+  const cached = provider.answersLocally ? undefined : (await deps.results.getMany<R>(kind, [key], since)).get(key);
   let result = cached;
   if (result === undefined) {
     const outcome = (await lookupBatch([key], { accountId, provider, limiters: deps.limiters })).get(key)!;
@@ -59,29 +61,28 @@ export async function singleLookup<R>(
     }
     result = outcome.result as R;
   }
+  let answer = result as R;
+  let charge: LookupCharge;
+  if (billing === 'per_call') charge = { type: 'flat', amount: 1, callId: randomUUID() };
+  else if (billing === 'repeat_free') charge = { type: 'repeat_free', key, since, batchId: randomUUID() };
+  else {
+    // Priced on what the account had free before the lookup; the charge itself is all or nothing.
+    const priced = billing.price(answer, available);
+    if (priced === undefined) return { ok: false, reason: 'insufficient_credits' };
+    answer = priced.result;
+    charge = { type: 'flat', amount: priced.credits, callId: randomUUID() };
+  }
   const now = deps.clock.now();
-  return deps.db.transaction((): SingleLookup<R> => {
-    let credits: number;
-    let answer = result as R;
-    if (billing === 'per_call') {
-      if (!deps.billing.chargeCall({ accountId, kind, callId: randomUUID(), now })) return { ok: false, reason: 'insufficient_credits' };
-      credits = 1;
-    } else if (billing !== 'repeat_free') {
-      const priced = billing.price(answer, deps.billing.available(accountId));
-      if (priced === undefined) return { ok: false, reason: 'insufficient_credits' };
-      if (priced.credits > 0 && !deps.billing.chargeCall({ accountId, kind, callId: randomUUID(), now, amount: priced.credits })) {
-        return { ok: false, reason: 'insufficient_credits' };
-      }
-      ({ result: answer, credits } = priced);
-    } else {
-      const charge = deps.billing.chargeBatch({ accountId, kind, keys: [key], jobId: 'single', batchId: randomUUID(), now, since });
-      if (charge.unpaidFrom !== undefined) return { ok: false, reason: 'insufficient_credits' };
-      credits = charge.charged.has(key) ? 1 : 0;
-    }
-    if (cached === undefined && !provider.answersLocally) deps.results.put(kind, key, result, now);
-    deps.outbox.addIfSubscribed(lookupEvent(accountId, kind, key, answer, credits, now), now);
-    return { ok: true, key, result: answer, credits, cached: cached !== undefined };
-  }).immediate();
+  const committed = await deps.billing.commitLookup({
+    accountId,
+    kind,
+    charge,
+    cache: cached === undefined && !provider.answersLocally ? [{ kind, key, result }] : [],
+    event: (credits) => lookupEvent(accountId, kind, key, answer, credits, now),
+    now,
+  });
+  if (!committed.ok) return { ok: false, reason: 'insufficient_credits' };
+  return { ok: true, key, result: answer, credits: committed.credits, cached: cached !== undefined };
 }
 
 /** `lookup.completed`: the looked-up target and its answer, for accounts that subscribe to it. */

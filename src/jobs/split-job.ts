@@ -4,7 +4,7 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { ChunkBodyBuilder, chunkObjectKey, encodeChunkRow, ROW_KINDS, type RowKey } from './chunk-format.js';
 import { readCsvRows } from './csv-reader.js';
 import type { EngineDeps } from './engine-deps.js';
-import type { JobRecord, Lease } from './job-store.js';
+import type { JobRecord, Lease } from '../storage/job-records.js';
 import { KeySet } from './key-set.js';
 
 interface KeyColumn {
@@ -76,7 +76,7 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
   await flush();
   await pendingPut;
 
-  deps.jobs.finishSplit(job.id, lease, { header: widen(keyColumn.header, width), keyColumn: keyColumn.indexes[0]!, totalRows, chunks }, deps.clock.now());
+  await deps.jobs.finishSplit(job.id, lease, { header: widen(keyColumn.header, width), keyColumn: keyColumn.indexes[0]!, totalRows, chunks }, deps.clock.now());
   deps.log.info({ jobId: job.id, rows: totalRows, chunks: chunks.length, distinct: seen.map((s) => s.size) }, 'job split');
 }
 

@@ -5,10 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.js';
 import { assembleJob } from './assemble-job.js';
 import type { EngineDeps } from './engine-deps.js';
-import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS } from './job-states.js';
+import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS } from '../storage/job-states.js';
 import { processChunk } from './process-chunk.js';
 import { splitJob } from './split-job.js';
-import { jobEndEvent } from './job-events.js';
 
 /** A chunk or phase that fails this many times in a row on retryable errors pauses its job. */
 export const MAX_FAILURES = 8;
@@ -17,7 +16,7 @@ const BASE_BACKOFF_MS = 500;
 export interface WorkerOptions {
   concurrency: number;
   /** Stops the loops (after their current batch) once this returns true. */
-  until?: () => boolean;
+  until?: () => boolean | Promise<boolean>;
 }
 
 /**
@@ -37,14 +36,14 @@ export class Worker {
   }
 
   async run(options: WorkerOptions): Promise<void> {
-    this.freeDeadWorkersLeases();
+    await this.freeDeadWorkersLeases();
     const loops = Array.from({ length: options.concurrency }, () => this.loop(options.until ?? (() => false)));
     await Promise.all(loops);
   }
 
-  private async loop(until: () => boolean): Promise<void> {
+  private async loop(until: () => boolean | Promise<boolean>): Promise<void> {
     const stop = this.stopController.signal;
-    while (!stop.aborted && !until()) {
+    while (!stop.aborted && !(await until())) {
       let worked = false;
       try {
         worked = await this.tick();
@@ -55,7 +54,7 @@ export class Worker {
         if (!error.retryable) throw e;
         this.deps.log.warn({ err: error }, 'worker could not reach the database; trying again');
       }
-      if (!worked && !stop.aborted && !until()) await sleep(this.deps.limits.pollMs, undefined, { signal: stop }).catch(() => undefined);
+      if (!worked && !stop.aborted && !(await until())) await sleep(this.deps.limits.pollMs, undefined, { signal: stop }).catch(() => undefined);
     }
   }
 
@@ -63,7 +62,7 @@ export class Worker {
   async tick(): Promise<boolean> {
     const { jobs, clock } = this.deps;
     const leaseMs = this.deps.limits.leaseSeconds * 1000;
-    const phase = jobs.acquireJobPhase(this.id, clock.now(), leaseMs, this.deps.limits.accountRunningJobs);
+    const phase = await jobs.acquireJobPhase(this.id, clock.now(), leaseMs, this.deps.limits.accountRunningJobs);
     if (phase) {
       const { job, lease } = phase;
       await this.leased(
@@ -73,13 +72,13 @@ export class Worker {
         async (signal) => {
           if (job.phase === JOB_PHASES.split) await splitJob(this.deps, job, lease, signal);
           else await assembleJob(this.deps, job, lease, signal);
-          jobs.clearPhaseFailures(job.id);
+          await jobs.clearPhaseFailures(job.id);
         },
         (retryAt) => jobs.recordFailure({ jobId: job.id }, lease, retryAt),
       );
       return true;
     }
-    const taken = jobs.acquireChunk(this.id, clock.now(), leaseMs);
+    const taken = await jobs.acquireChunk(this.id, clock.now(), leaseMs);
     if (taken) {
       const { chunk, lease } = taken;
       await this.leased(
@@ -93,7 +92,7 @@ export class Worker {
       );
       return true;
     }
-    return this.freeDeadWorkersLeases() || this.retryProviderPauses();
+    return (await this.freeDeadWorkersLeases()) || (await this.retryProviderPauses());
   }
 
   /**
@@ -103,13 +102,13 @@ export class Worker {
    * Should a process in another PID namespace share the host name and the data dir, its leases may
    * be freed while it lives: its epoch-fenced commits are then refused, and nothing is doubled.
    */
-  private freeDeadWorkersLeases(): boolean {
+  private async freeDeadWorkersLeases(): Promise<boolean> {
     const { jobs, clock, log } = this.deps;
     let freed = 0;
-    for (const owner of jobs.liveLeaseOwners(clock.now())) {
+    for (const owner of await jobs.liveLeaseOwners(clock.now())) {
       const pid = localPid(owner);
       if (pid === undefined || pid === process.pid || processAlive(pid)) continue;
-      const n = jobs.freeLeasesOf(owner);
+      const n = await jobs.freeLeasesOf(owner);
       if (n > 0) log.warn({ owner, leases: n }, 'freed the leases of a worker process that has died');
       freed += n;
     }
@@ -117,12 +116,12 @@ export class Worker {
   }
 
   /** Jobs paused because their provider was down go on after the wait; the next batch probes it. */
-  private retryProviderPauses(): boolean {
+  private async retryProviderPauses(): Promise<boolean> {
     const { jobs, clock, log } = this.deps;
     const now = clock.now();
     let resumed = false;
-    for (const jobId of jobs.pausedSince(PAUSE_REASONS.providerUnavailable, now - this.deps.limits.providerRetrySeconds * 1000)) {
-      if (jobs.transitionFrom(JOB_STATUSES.paused, jobId, JOB_STATUSES.running, { now })) {
+    for (const jobId of await jobs.pausedSince(PAUSE_REASONS.providerUnavailable, now - this.deps.limits.providerRetrySeconds * 1000)) {
+      if (await jobs.transitionFrom(JOB_STATUSES.paused, jobId, JOB_STATUSES.running, { now })) {
         log.info({ jobId }, 'retrying a job paused for its lookup provider');
         resumed = true;
       }
@@ -137,10 +136,10 @@ export class Worker {
    */
   private async leased(
     jobId: string,
-    renew: (expiresAt: number) => boolean,
-    release: () => void,
+    renew: (expiresAt: number) => Promise<boolean>,
+    release: () => Promise<void>,
     work: (signal: AbortSignal) => Promise<void>,
-    recordFailure: (retryAt: number) => number,
+    recordFailure: (retryAt: number) => Promise<number>,
   ): Promise<void> {
     const { clock, log } = this.deps;
     const leaseMs = this.deps.limits.leaseSeconds * 1000;
@@ -148,70 +147,78 @@ export class Worker {
     // Every lookup request in flight listens on this signal (64 and more with a remote provider);
     // they remove their listeners when done, so Node's leak warning at 11 would be a false alarm.
     setMaxListeners(0, controller.signal);
+    let renewing = false;
     const heartbeat = setInterval(() => {
+      // One renewal at a time: a slow database must not pile them up.
+      if (renewing) return;
+      renewing = true;
       // A renewal that meets a locked database is skipped; the next one tries again before expiry.
-      const renewed = retrySafe(() => renew(clock.now() + leaseMs), log, jobId);
-      if (renewed === false) controller.abort(new AppError(ERROR_CODES.leaseLost, 'lease lost'));
+      void retrySafe(() => renew(clock.now() + leaseMs), log, jobId)
+        .then((renewed) => {
+          if (renewed === false) controller.abort(new AppError(ERROR_CODES.leaseLost, 'lease lost'));
+        })
+        .catch((e: unknown) => controller.abort(toAppError(e)))
+        .finally(() => {
+          renewing = false;
+        });
     }, Math.max(100, leaseMs / 3));
     try {
       await work(controller.signal);
-      retrySafe(release, log, jobId);
+      clearInterval(heartbeat);
+      await retrySafe(release, log, jobId);
     } catch (e: unknown) {
       const error = toAppError(controller.signal.aborted && isAppError(controller.signal.reason) ? controller.signal.reason : e);
       clearInterval(heartbeat);
       // Recording the failure needs the database too; if it is still locked, the lease simply runs
       // out and the work is taken again, which is the same retry by another road.
-      retrySafe(() => this.afterFailure(jobId, error, { renew, release, recordFailure }), log, jobId);
+      await retrySafe(() => this.afterFailure(jobId, error, { renew, release, recordFailure }), log, jobId);
     } finally {
       clearInterval(heartbeat);
     }
   }
 
-  private afterFailure(
+  private async afterFailure(
     jobId: string,
     error: AppError,
-    lease: { renew: (expiresAt: number) => boolean; release: () => void; recordFailure: (retryAt: number) => number },
-  ): void {
+    lease: { renew: (expiresAt: number) => Promise<boolean>; release: () => Promise<void>; recordFailure: (retryAt: number) => Promise<number> },
+  ): Promise<void> {
     const { clock, log } = this.deps;
     if (error.code === ERROR_CODES.leaseLost) {
       log.warn({ jobId }, 'lease lost; another worker has the work');
       return;
     }
     if (!error.retryable) {
-      lease.release();
-      this.endJob(jobId, error);
+      await lease.release();
+      await this.endJob(jobId, error);
       return;
     }
-    const failures = lease.recordFailure(clock.now() + BASE_BACKOFF_MS);
+    const failures = await lease.recordFailure(clock.now() + BASE_BACKOFF_MS);
     if (failures === 0) return; // the lease went to another worker meanwhile
     if (failures >= MAX_FAILURES) {
-      lease.release();
-      this.endJob(jobId, error);
+      await lease.release();
+      await this.endJob(jobId, error);
       return;
     }
     // The lease now runs until the backoff is over; then any worker may take the work again.
     const backoffMs = Math.min(60_000, BASE_BACKOFF_MS * 2 ** (failures - 1));
-    lease.renew(clock.now() + backoffMs);
+    await lease.renew(clock.now() + backoffMs);
     log.warn({ jobId, err: error, failures, backoffMs }, 'retryable failure; will try again');
   }
 
-  private endJob(jobId: string, error: AppError): void {
-    const { jobs, clock, billing, log } = this.deps;
-    const job = jobs.get(jobId);
-    if (!job || job.status !== JOB_STATUSES.running) return;
+  /** Pauses or fails the job; the store releases its reservations and queues a failure's event. */
+  private async endJob(jobId: string, error: AppError): Promise<void> {
+    const { jobs, clock, log } = this.deps;
     const now = clock.now();
     if (error.retryable) {
-      jobs.transitionFrom(JOB_STATUSES.running, jobId, JOB_STATUSES.paused, { reason: error.code, message: error.message, now });
+      await jobs.transitionFrom(JOB_STATUSES.running, jobId, JOB_STATUSES.paused, { reason: error.code, message: error.message, now });
       log.warn({ jobId, err: error }, 'job paused after repeated failures');
     } else {
       const reason = isInputError(error) ? error.code : ERROR_CODES.internal;
-      const ended = { ...job, status: JOB_STATUSES.failed, reason, errorMessage: error.message, finishedAt: now };
-      jobs.transitionFrom(JOB_STATUSES.running, jobId, JOB_STATUSES.failed, { reason, message: error.message, now, event: jobEndEvent(ended, now) });
+      if (!(await jobs.transitionFrom(JOB_STATUSES.running, jobId, JOB_STATUSES.failed, { reason, message: error.message, now }))) return;
       // A caller's bad file is an outcome, not a fault of ours: no stack, no error level.
       if (reason === ERROR_CODES.internal) log.error({ jobId, err: error }, 'job failed');
       else log.info({ jobId, reason, message: error.message }, 'job rejected its input');
     }
-    billing.releaseJobReservations(jobId);
   }
 }
 
@@ -219,9 +226,9 @@ export class Worker {
  * Runs lease bookkeeping that a locked database may refuse. A retryable refusal is logged and
  * answered with undefined (the lease then runs out on its own); anything else is thrown.
  */
-function retrySafe<T>(step: () => T, log: EngineDeps['log'], jobId: string): T | undefined {
+async function retrySafe<T>(step: () => Promise<T>, log: EngineDeps['log'], jobId: string): Promise<T | undefined> {
   try {
-    return step();
+    return await step();
   } catch (e: unknown) {
     const error = toAppError(e);
     if (!error.retryable) throw e;

@@ -38,13 +38,13 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
   const say = (text: string) => io.stdout.write(`${text}\n`);
   try {
     say(`data dir: ${dataDir} (embedded S3 server and SQLite live here)\n`);
-    const account = engine.deps.billing.createAccount({ email: 'demo@example.com', credits: 20_000, now: Date.now() });
+    const account = await engine.deps.billing.createAccount({ email: 'demo@example.com', credits: 20_000, now: Date.now() });
     say(`1. created account ${account.id} with ${account.credits} credits\n`);
 
     const receiver = await startDemoReceiver();
     try {
       const url = await checkWebhookUrl(receiver.url, engine.webhooks.policy);
-      const { webhook, secret } = engine.webhooks.store.create({
+      const { webhook, secret } = await engine.webhooks.store.create({
         accountId: account.id, kind: WEBHOOK_KINDS.generic, url: url.href, events: [WEBHOOK_EVENTS.bulkCompleted], description: 'demo', isActive: true, now: Date.now(),
       });
       say(`2. registered webhook ${webhook.id} for bulk.completed at ${url.href}`);
@@ -61,7 +61,7 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
       const repeat = await parseCsv(fs.readFileSync(second.files.all!, 'utf8'));
       const column = (name: string) => repeat[0]!.indexOf(name);
       const cachedRows = repeat.filter((r) => r[column('status')] === 'ok' && r[column('cached')] === 'true' && r[column('credits')] === '0').length;
-      const balance = engine.deps.billing.requireAccount(account.id).credits;
+      const balance = (await engine.deps.billing.requireAccount(account.id)).credits;
       say(`   repeat run: ${second.summary.credits_used} credits, ${cachedRows} rows answered from cache; balance now ${balance}\n`);
       if (second.summary.credits_used !== 0) return 1;
 

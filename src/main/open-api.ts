@@ -14,7 +14,7 @@ export function apiDeps(engine: Engine): ApiDeps {
     keys: engine.auth.keys,
     sessions: engine.auth.sessions,
     rateLimiter: new RateLimiter(),
-    idempotency: new IdempotencyStore(deps.db),
+    idempotency: new IdempotencyStore(deps.store.idempotency),
     webhooks: engine.webhooks,
     settings: {
       maxUploadBytes: config.api.maxUploadBytes,
@@ -23,7 +23,7 @@ export function apiDeps(engine: Engine): ApiDeps {
       maxRows: config.jobs.maxRows,
     },
     ready: async () => {
-      deps.db.prepare('SELECT 1').get();
+      await deps.store.ping();
       await deps.objects.ping();
     },
   };

@@ -5,32 +5,28 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { KeyStore } from '../auth/key-store.js';
 import { SessionStore } from '../auth/session-store.js';
-import { BillingStore } from '../billing/billing-store.js';
 import { REMOTE_CAPABLE_KINDS, type Config, type RemoteCapableKind } from '../config/load-config.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { Engine } from '../jobs/engine.js';
 import { JobService } from '../jobs/job-service.js';
 
 export type { Engine };
-import { JobStore } from '../jobs/job-store.js';
 import { COMPANY_KIND, EmbeddedCompanyDirectory } from '../lookups/company/embedded-company-directory.js';
 import { EmbeddedGenderEngine } from '../lookups/gender/embedded-gender-engine.js';
 import { Limiters } from '../lookups/limiters.js';
 import { EmbeddedBreachIndex, PHONE_BREACHES_KIND } from '../lookups/phone/embedded-breach-index.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
 import { RemoteLookupProvider } from '../lookups/remote/remote-provider.js';
-import { ResultCache } from '../lookups/result-cache.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import { ensureEmbeddedS3, withFailover } from '../storage/s3/embedded-s3-server.js';
 import type { ObjectStore } from '../storage/s3/object-store.js';
 import { S3ObjectStore } from '../storage/s3/s3-object-store.js';
-import { openDatabase } from '../storage/sqlite/open-database.js';
-import { withDownloadUrls } from '../jobs/job-events.js';
+import { openStore } from '../storage/open-store.js';
+import type { Store } from '../storage/store.js';
+import { jobEndEvent, withDownloadUrls } from '../jobs/job-events.js';
 import { systemResolver, type Resolver } from '../webhooks/address-policy.js';
-import { DeliveryStore } from '../webhooks/delivery-store.js';
 import { HttpTransport } from '../webhooks/http-transport.js';
-import { Outbox } from '../webhooks/outbox.js';
 import { WebhookClient } from '../webhooks/webhook-client.js';
 import { WebhookStore } from '../webhooks/webhook-store.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
@@ -49,16 +45,19 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   // Every Sluice process opens its engine once, at start-up: the process is Sluice's own.
   applyHeapGrowth(config.heapGrowthPercent);
   fs.mkdirSync(config.dataDir, { recursive: true });
-  const db = openDatabase(path.join(config.dataDir, 'sluice.db'), config.sqlite);
+  const store = await openStore(
+    { dataDir: config.dataDir, sqlite: config.sqlite, databaseUrl: config.database.url, poolSize: config.database.poolSize },
+    { jobEnded: jobEndEvent },
+  );
   const { objects, close: closeObjects } = await openObjectStore(config, log);
-  const { providers, remotes } = openProviders(config, db);
+  const { providers, remotes } = openProviders(config, store);
   // A request waiting in a pool's queue spends its time-out there: never let more wait than connect.
   const providerConcurrency = remotes.length > 0 ? Math.min(config.jobs.providerConcurrency, config.providers.connections) : config.jobs.providerConcurrency;
   const deps: EngineDeps = {
-    db,
-    jobs: new JobStore(db),
-    billing: new BillingStore(db),
-    results: new ResultCache(db),
+    store,
+    jobs: store.jobs,
+    billing: store.billing,
+    results: store.results,
     objects,
     clock,
     log,
@@ -66,26 +65,25 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     repeatFreeDays: config.billing.repeatFreeDays,
     providers,
     limiters: new Limiters(config.jobs.accountConcurrency, providerConcurrency),
-    outbox: new Outbox(db),
   };
   // Seals newly created API keys for the reveal window; one per data dir, never in the database.
   const sealKey = Buffer.from(dataDirSecret(config.dataDir, 'seal.key', () => randomBytes(32).toString('base64')), 'base64');
   const jobService = new JobService(deps);
-  const webhooks = openWebhooks(config, deps.db, sealKey, jobService, overrides);
+  const webhooks = openWebhooks(config, store, sealKey, jobService, overrides);
   return {
     config,
     deps,
     jobService,
     auth: {
-      keys: new KeyStore(db, sealKey, config.api.keyRevealSeconds * 1000),
-      sessions: new SessionStore(db, config.api.sessionTtlSeconds * 1000),
+      keys: new KeyStore(store.keys, sealKey, config.api.keyRevealSeconds * 1000),
+      sessions: new SessionStore(store.sessions, config.api.sessionTtlSeconds * 1000),
     },
     webhooks,
     async close() {
       await webhooks.client.close();
       await Promise.all(remotes.map((remote) => remote.close()));
       await closeObjects();
-      db.close();
+      await store.close();
     },
   };
 }
@@ -94,11 +92,11 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
  * Each lookup's provider by kind: a RemoteLookupProvider where the kind's URL is set, else its
  * embedded engine. `satisfies` keeps this list and the kinds config knows the same.
  */
-function openProviders(config: Config, db: EngineDeps['db']): { providers: Map<string, LookupProvider>; remotes: RemoteLookupProvider[] } {
+function openProviders(config: Config, store: Store): { providers: Map<string, LookupProvider>; remotes: RemoteLookupProvider[] } {
   const embedded = {
     gender: () => new EmbeddedGenderEngine(),
-    [PHONE_BREACHES_KIND]: () => new EmbeddedBreachIndex(db),
-    [COMPANY_KIND]: () => new EmbeddedCompanyDirectory(db),
+    [PHONE_BREACHES_KIND]: () => new EmbeddedBreachIndex(store.breaches),
+    [COMPANY_KIND]: () => new EmbeddedCompanyDirectory(store.companies),
   } satisfies Record<RemoteCapableKind, () => LookupProvider>;
   const providers = new Map<string, LookupProvider>();
   const remotes: RemoteLookupProvider[] = [];
@@ -122,11 +120,11 @@ function openProviders(config: Config, db: EngineDeps['db']): { providers: Map<s
   return { providers, remotes };
 }
 
-function openWebhooks(config: Config, db: EngineDeps['db'], sealKey: Buffer, jobService: JobService, overrides: EngineOverrides): Webhooks {
+function openWebhooks(config: Config, store: Store, sealKey: Buffer, jobService: JobService, overrides: EngineOverrides): Webhooks {
   const policy = { allowPrivate: config.webhooks.allowPrivate, resolve: overrides.resolve ?? systemResolver };
-  const store = new WebhookStore(db, sealKey);
+  const webhookStore = new WebhookStore(store.webhooks, sealKey);
   const client = new WebhookClient({
-    webhooks: store,
+    webhooks: webhookStore,
     transport: new HttpTransport(policy, overrides.webhookCa ? { ca: overrides.webhookCa } : {}),
     telegramTransport: new HttpTransport(undefined),
     telegramApiUrl: config.webhooks.telegramApiUrl,
@@ -134,7 +132,7 @@ function openWebhooks(config: Config, db: EngineDeps['db'], sealKey: Buffer, job
     enrich: withDownloadUrls(jobService, config.presignExpiresSeconds),
     now: () => (overrides.clock ?? systemClock).now(),
   });
-  return { store, deliveries: new DeliveryStore(db, store), client, policy, attemptTimeoutMs: config.webhooks.attemptTimeoutMs };
+  return { store: webhookStore, deliveries: store.deliveries, client, policy, attemptTimeoutMs: config.webhooks.attemptTimeoutMs };
 }
 
 async function openObjectStore(config: Config, log: Logger): Promise<{ objects: ObjectStore; close: () => Promise<void> }> {

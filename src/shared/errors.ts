@@ -106,6 +106,19 @@ const RETRYABLE_SYSTEM_CODES = new Set([
   'SQLITE_LOCKED',
   'UND_ERR_SOCKET',
   'UND_ERR_CONNECT_TIMEOUT',
+  // PostgreSQL SQLSTATEs: a serialization failure or deadlock that outlived the store's own
+  // retries, a connection lost or refused, a server shutting down or starting, no free connection.
+  '40001',
+  '40P01',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
 ]);
 
 /** Every `catch (e: unknown)` at a boundary goes through here, so `cause` is never dropped. */

@@ -1,5 +1,5 @@
 import { ERROR_CODES } from '../shared/errors.js';
-import { DELIVERY_STATUSES } from './delivery-store.js';
+import { DELIVERY_STATUSES } from '../storage/records.js';
 import { TEST_EVENT, WEBHOOK_KINDS, type Webhook } from './webhook-store.js';
 import type { Webhooks } from './webhooks.js';
 
@@ -26,7 +26,7 @@ export async function testWebhook(webhooks: Webhooks, webhook: Webhook, messageI
   const payload = { event: TEST_EVENT, data: { test: true, message: 'This is a test event from Sluice.' }, created_at: new Date(now()).toISOString() };
   const { result } = await webhooks.client.attempt(webhook, { messageId, eventType: TEST_EVENT, payload });
   const delivered = result.kind === 'response' && result.status >= 200 && result.status < 300;
-  webhooks.deliveries.recordTest(webhook.id, messageId, {
+  await webhooks.deliveries.recordTest(webhook.id, messageId, {
     status: delivered ? DELIVERY_STATUSES.success : DELIVERY_STATUSES.failed,
     payload,
     responseStatus: result.kind === 'response' ? result.status : null,

@@ -32,7 +32,7 @@ export class WebhookClient {
     const { deps } = this;
     const payload = deps.enrich ? await deps.enrich(delivery.eventType, delivery.payload) : delivery.payload;
     if (webhook.kind === WEBHOOK_KINDS.telegram) {
-      const token = deps.webhooks.telegramToken(webhook.id) ?? '';
+      const token = (await deps.webhooks.telegramToken(webhook.id)) ?? '';
       const body = Buffer.from(JSON.stringify({ chat_id: webhook.telegramChat, text: telegramText(delivery.eventType, payload) }));
       const result = await deps.telegramTransport.post({
         url: `${deps.telegramApiUrl}/bot${token}/sendMessage`,
@@ -42,7 +42,7 @@ export class WebhookClient {
       });
       return { result, payload };
     }
-    const secret = deps.webhooks.signingSecret(webhook.id) ?? '';
+    const secret = (await deps.webhooks.signingSecret(webhook.id)) ?? '';
     const body = Buffer.from(JSON.stringify(payload));
     const headers = deliveryHeaders(body, secret, delivery.eventType, delivery.messageId, deps.now());
     const result = await deps.transport.post({ url: webhook.url, body, headers, timeoutMs: deps.attemptTimeoutMs });

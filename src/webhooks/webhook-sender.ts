@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../shared/clock.js';
 import { toAppError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { DELIVERY_STATUSES, type AttemptRecord, type Delivery, type DeliveryStore } from './delivery-store.js';
+import { DELIVERY_STATUSES, type AttemptRecord, type Delivery } from '../storage/records.js';
+import type { DeliveriesPort } from '../storage/store.js';
 import type { PostResult } from './http-transport.js';
 import type { WebhookClient } from './webhook-client.js';
 import type { WebhookStore } from './webhook-store.js';
@@ -30,7 +31,7 @@ export interface SenderOptions {
 
 export interface SenderDeps {
   webhooks: WebhookStore;
-  deliveries: DeliveryStore;
+  deliveries: DeliveriesPort;
   client: WebhookClient;
   clock: Clock;
   log: Logger;
@@ -67,8 +68,8 @@ export class WebhookSender {
   /** One round; returns how many deliveries it attempted. */
   async tick(): Promise<number> {
     const { deliveries, clock } = this.deps;
-    while (deliveries.relayOutbox(clock.now()) > 0);
-    const due = deliveries.claimDue(this.id, clock.now(), this.claimMs, this.options.concurrency ?? 8);
+    while ((await deliveries.relayOutbox(clock.now())) > 0);
+    const due = await deliveries.claimDue(this.id, clock.now(), this.claimMs, this.options.concurrency ?? 8);
     await Promise.all(due.map((d) => this.deliver(d)));
     return due.length;
   }
@@ -96,7 +97,7 @@ export class WebhookSender {
   }
 
   private async idle(): Promise<void> {
-    const next = this.deps.deliveries.nextDueAt();
+    const next = await this.deps.deliveries.nextDueAt();
     const wait = next === undefined ? this.options.pollMs : Math.min(this.options.pollMs, Math.max(0, next - this.deps.clock.now()));
     const abort = new AbortController();
     this.wakeUp = () => abort.abort();
@@ -106,13 +107,13 @@ export class WebhookSender {
 
   private async deliver(delivery: Delivery): Promise<void> {
     const { webhooks, deliveries, client, clock, log } = this.deps;
-    const webhook = webhooks.get(delivery.webhookId);
+    const webhook = await webhooks.get(delivery.webhookId);
     if (!webhook || !webhook.isActive) return; // deleted or paused since the claim: the claim just runs out
     const { result, payload } = await client.attempt(webhook, delivery);
     const at = clock.now();
     const attemptsMade = delivery.attempts + 1;
     const next = afterAttempt(result, attemptsMade, at, this.options.backoffMs);
-    const recorded = deliveries.recordAttempt(delivery.id, this.id, {
+    const recorded = await deliveries.recordAttempt(delivery.id, this.id, {
       ...next,
       payload,
       responseStatus: result.kind === 'response' ? result.status : null,

@@ -1,7 +1,7 @@
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
+import type { DeliveriesPort } from '../storage/store.js';
 import type { AddressPolicy } from './address-policy.js';
-import type { DeliveryStore } from './delivery-store.js';
 import type { WebhookClient } from './webhook-client.js';
 import { WebhookSender } from './webhook-sender.js';
 import type { WebhookStore } from './webhook-store.js';
@@ -9,7 +9,7 @@ import type { WebhookStore } from './webhook-store.js';
 /** The webhook side of an open engine: what the API and the sender work with. */
 export interface Webhooks {
   readonly store: WebhookStore;
-  readonly deliveries: DeliveryStore;
+  readonly deliveries: DeliveriesPort;
   readonly client: WebhookClient;
   /** The address rules applied to webhook URLs, at creation and on every connection. */
   readonly policy: AddressPolicy;

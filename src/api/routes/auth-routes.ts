@@ -17,13 +17,13 @@ const loginBody = {
 export async function authRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   app.post<{ Body: { email: string; password: string } }>('/api/auth/login', { schema: { body: loginBody, tags: ['keys'], security: [] } }, async (request) => {
     const { email, password } = request.body;
-    const account = deps.engine.billing.credentials(email.trim());
+    const account = await deps.engine.billing.credentials(email.trim());
     // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
     const ok = await verifyPassword(password, account?.passwordHash ?? DUMMY_HASH);
     if (!account || !account.passwordHash || !ok || account.status !== 'active') {
       throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
     }
-    const session = deps.sessions.create(account.id, deps.engine.clock.now());
+    const session = await deps.sessions.create(account.id, deps.engine.clock.now());
     return {
       token: session.token,
       expires_at: new Date(session.expiresAt).toISOString(),
@@ -33,13 +33,13 @@ export async function authRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
 
   app.post<{ Body: unknown }>('/api/keys', { schema: { tags: ['keys'] } }, async (request, reply) => {
     const now = deps.engine.clock.now();
-    const accountId = deps.sessions.accountFor(bearer(request), now);
-    if (!accountId || deps.engine.billing.account(accountId)?.status !== 'active') {
+    const accountId = await deps.sessions.accountFor(bearer(request), now);
+    if (!accountId || (await deps.engine.billing.account(accountId))?.status !== 'active') {
       throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
     }
-    applyRateLimit(deps, reply, accountId);
+    await applyRateLimit(deps, reply, accountId);
     const name = keyName(request.body);
-    const { key, secret } = deps.keys.create({ accountId, name, role: 'admin', now });
+    const { key, secret } = await deps.keys.create({ accountId, name, role: 'admin', now });
     return { id: key.id, key: secret, name: key.name, created_at: new Date(key.createdAt).toISOString() };
   });
 }

@@ -91,12 +91,12 @@ export async function companyRoutes(app: FastifyInstance, deps: ApiDeps): Promis
  * Answers come from the shared result cache where fresh, as a single lookup's do.
  */
 async function searchAll(deps: EngineDeps, accountId: string, keys: string[]): Promise<Map<string, CompanyResult>> {
-  if (deps.billing.available(accountId) < keys.length) throw insufficient();
+  if ((await deps.billing.available(accountId)) < keys.length) throw insufficient();
   const provider = deps.providers.get(COMPANY_KIND);
   if (!provider) throw unavailable();
   const since = deps.clock.now() - deps.repeatFreeDays * DAY_MS;
   const distinct = [...new Set(keys)];
-  const answers = deps.results.getMany<CompanyResult>(COMPANY_KIND, distinct, since);
+  const answers = await deps.results.getMany<CompanyResult>(COMPANY_KIND, distinct, since);
   const misses = distinct.filter((key) => !answers.has(key));
   if (misses.length > 0) {
     for (const [key, outcome] of await lookupBatch(misses, { accountId, provider, limiters: deps.limiters })) {
@@ -104,15 +104,14 @@ async function searchAll(deps: EngineDeps, accountId: string, keys: string[]): P
       answers.set(key, outcome.result as CompanyResult);
     }
   }
-  const now = deps.clock.now();
-  const paid = deps.db
-    .transaction(() => {
-      if (!deps.billing.chargeCall({ accountId, kind: COMPANY_KIND, callId: randomUUID(), now, amount: keys.length })) return false;
-      for (const key of misses) deps.results.put(COMPANY_KIND, key, answers.get(key), now);
-      return true;
-    })
-    .immediate();
-  if (!paid) throw insufficient();
+  const paid = await deps.billing.commitLookup({
+    accountId,
+    kind: COMPANY_KIND,
+    charge: { type: 'flat', amount: keys.length, callId: randomUUID() },
+    cache: misses.map((key) => ({ kind: COMPANY_KIND, key, result: answers.get(key) })),
+    now: deps.clock.now(),
+  });
+  if (!paid.ok) throw insufficient();
   return answers;
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter, type JobStatus } from '../../jobs/job-states.js';
-import type { JobRecord } from '../../jobs/job-store.js';
+import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter, type JobStatus } from '../../storage/job-states.js';
+import type { JobRecord } from '../../storage/job-records.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
@@ -16,8 +16,8 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   app.addHook('onRequest', keyAuth(deps));
 
   /** Another account's job does not exist, as far as this caller can tell. */
-  const ownJob = (accountId: string, id: string): JobRecord => {
-    const job = deps.engine.jobs.get(id);
+  const ownJob = async (accountId: string, id: string): Promise<JobRecord> => {
+    const job = await deps.engine.jobs.get(id);
     if (!job || job.accountId !== accountId) throw httpError(404, ERROR_CODES.jobNotFound, 'Job not found');
     return job;
   };
@@ -41,7 +41,7 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   );
 
   app.get<{ Params: { id: string } }>('/api/jobs/:id', { schema: { tags: ['jobs'], params: idParams } }, async (request) =>
-    jobView(ownJob(request.caller!.accountId, request.params.id)),
+    jobView(await ownJob(request.caller!.accountId, request.params.id)),
   );
 
   app.get<{ Querystring: { limit: number; offset: number; status?: JobStatus } }>(
@@ -61,7 +61,7 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     },
     async (request) => {
       const { limit, offset, status } = request.query;
-      const { jobs, total } = deps.engine.jobs.list({ accountId: request.caller!.accountId, status, limit, offset });
+      const { jobs, total } = await deps.engine.jobs.list({ accountId: request.caller!.accountId, status, limit, offset });
       return { jobs: jobs.map(jobView), total, limit, offset };
     },
   );
@@ -77,7 +77,7 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       },
     },
     async (request, reply) => {
-      const job = ownJob(request.caller!.accountId, request.params.id);
+      const job = await ownJob(request.caller!.accountId, request.params.id);
       // A fresh URL on every call, so an expired link is renewed by asking again.
       const url = await deps.jobService.downloadUrl(job.id, request.query.filter, deps.settings.presignExpiresSeconds);
       reply.header('Cache-Control', 'no-store');
@@ -87,8 +87,8 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
 
   app.post<{ Params: { id: string } }>('/api/jobs/:id/cancel', { schema: { tags: ['jobs'], params: idParams } }, async (request) => {
     const caller = requireWritable(request);
-    const job = ownJob(caller.accountId, request.params.id);
-    return jobView(deps.jobService.cancel(job.id));
+    const job = await ownJob(caller.accountId, request.params.id);
+    return jobView(await deps.jobService.cancel(job.id));
   });
 
   app.post<{ Params: { id: string } }>(
@@ -103,8 +103,8 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     },
     async (request) => {
       const caller = requireWritable(request);
-      const job = ownJob(caller.accountId, request.params.id);
-      return jobView(deps.jobService.retryFailed(job.id));
+      const job = await ownJob(caller.accountId, request.params.id);
+      return jobView(await deps.jobService.retryFailed(job.id));
     },
   );
 }

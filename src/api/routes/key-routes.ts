@@ -42,8 +42,8 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   // onRequest: the key is checked (and the request counted) before the body is even read.
   app.addHook('onRequest', keyAuth(deps));
 
-  const ownKey = (accountId: string, id: string | undefined): ApiKey => {
-    const key = id ? deps.keys.get(id) : undefined;
+  const ownKey = async (accountId: string, id: string | undefined): Promise<ApiKey> => {
+    const key = id ? await deps.keys.get(id) : undefined;
     if (!key || key.accountId !== accountId) throw httpError(404, ERROR_CODES.keyNotFound, 'API key not found');
     return key;
   };
@@ -60,13 +60,13 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       }
       const role = (rawRole as Role | undefined) ?? caller.key.role;
       if (role === 'admin' && caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
-      const { key, secret } = deps.keys.create({ accountId: caller.accountId, name, role, now: deps.engine.clock.now() });
+      const { key, secret } = await deps.keys.create({ accountId: caller.accountId, name, role, now: deps.engine.clock.now() });
       return { id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, is_active: key.isActive, role: key.role };
     },
   );
 
   app.get('/api/account/keys', { schema: { tags: ['keys'] } }, async (request) => {
-    const keys = deps.keys.list(request.caller!.accountId).map(view);
+    const keys = (await deps.keys.list(request.caller!.accountId)).map(view);
     return { keys, total: keys.length };
   });
 
@@ -79,8 +79,8 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         throw httpError(400, ERROR_CODES.invalidRequest, 'id and action are required');
       }
       const caller = requireWritable(request);
-      const key = ownKey(caller.accountId, id);
-      if (!deps.keys.setActive(key.id, action === 'enable')) throw httpError(409, ERROR_CODES.invalidState, 'API key is revoked');
+      const key = await ownKey(caller.accountId, id);
+      if (!(await deps.keys.setActive(key.id, action === 'enable'))) throw httpError(409, ERROR_CODES.invalidState, 'API key is revoked');
       return { message: action === 'disable' ? 'API key disabled' : 'API key enabled' };
     },
   );
@@ -93,8 +93,8 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       const { id } = request.query;
       if (!id || !UUID.test(id)) throw httpError(400, ERROR_CODES.invalidRequest, 'id is required and must be a UUID');
       const caller = requireWritable(request);
-      const key = ownKey(caller.accountId, id);
-      return { key: deps.keys.reveal(key.id, deps.engine.clock.now()) };
+      const key = await ownKey(caller.accountId, id);
+      return { key: await deps.keys.reveal(key.id, deps.engine.clock.now()) };
     },
   );
 }

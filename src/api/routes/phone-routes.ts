@@ -2,10 +2,10 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseCountry, phoneBreachesPipeline } from '../../../pipelines/phone-breaches.js';
 import { csvLine } from '../../jobs/csv-writer.js';
-import { EXPORT_FILTERS } from '../../jobs/job-states.js';
-import type { JobRecord } from '../../jobs/job-store.js';
+import { EXPORT_FILTERS } from '../../storage/job-states.js';
 import { assertNever, singleLookup } from '../../jobs/single-lookup.js';
 import { ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
+import type { JobRecord } from '../../storage/job-records.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
@@ -59,7 +59,7 @@ export async function phoneRoutes(app: FastifyInstance, deps: ApiDeps): Promise<
     async (request) => {
       const id = request.query.id;
       if (!id) throw httpError(400, ERROR_CODES.invalidRequest, 'id is required');
-      const job = deps.engine.jobs.get(id);
+      const job = await deps.engine.jobs.get(id);
       if (!job || job.accountId !== request.caller!.accountId || job.type !== phoneBreachesPipeline.type) {
         throw httpError(404, ERROR_CODES.jobNotFound, 'Job not found');
       }
@@ -101,7 +101,7 @@ async function jobFromNumbers(deps: ApiDeps, request: FastifyRequest, accountId:
     throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: max_error_rate must be a number from 0 to 1, such as 0.05');
   }
   const maxErrorRate = body.max_error_rate as number | undefined;
-  if (deps.engine.billing.requireAccount(accountId).credits <= 0) {
+  if ((await deps.engine.billing.requireAccount(accountId)).credits <= 0) {
     throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
   }
   const lines = (function* () {

@@ -5,8 +5,8 @@ import type { FastifyRequest } from 'fastify';
 import { isJobType, parseLookups, PIPELINES } from '../../../pipelines/index.js';
 import { parseCountry } from '../../../pipelines/phone-breaches.js';
 import { parseErrorRate } from '../../jobs/job-service.js';
-import type { JobRecord } from '../../jobs/job-store.js';
 import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/errors.js';
+import type { JobRecord } from '../../storage/job-records.js';
 import type { ApiDeps } from '../api-deps.js';
 import { httpError } from '../errors.js';
 
@@ -41,13 +41,13 @@ export async function receiveUpload(
   if (!request.isMultipart()) throw httpError(415, ERROR_CODES.invalidRequest, 'Expected a multipart/form-data body');
   const idempotencyKey = idempotencyKeyOf(request);
   const idem = deps.idempotency;
-  const claim = idempotencyKey ? idem.claim(accountId, idempotencyKey, deps.engine.clock.now()) : ({ state: 'new' } as const);
+  const claim = idempotencyKey ? await idem.claim(accountId, idempotencyKey, deps.engine.clock.now()) : ({ state: 'new' } as const);
   if (claim.state === 'in_flight') {
     throw httpError(409, ERROR_CODES.idempotencyInFlight, 'A request with this Idempotency-Key is still in progress');
   }
   // A retry of a job already made gets that job even if the job has since spent the balance.
-  if (claim.state === 'new' && deps.engine.billing.requireAccount(accountId).credits <= 0) {
-    if (idempotencyKey) idem.release(accountId, idempotencyKey);
+  if (claim.state === 'new' && (await deps.engine.billing.requireAccount(accountId)).credits <= 0) {
+    if (idempotencyKey) await idem.release(accountId, idempotencyKey);
     throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
   }
 
@@ -85,9 +85,9 @@ export async function receiveUpload(
       if (claim.fingerprint !== fingerprint) {
         throw httpError(422, ERROR_CODES.idempotencyConflict, 'This Idempotency-Key was used with a different request');
       }
-      return deps.jobService.get(claim.jobId);
+      return await deps.jobService.get(claim.jobId);
     }
-    const job = deps.jobService.create({
+    const job = await deps.jobService.create({
       jobId: received.staged!.jobId,
       inputKey: received.staged!.inputKey,
       accountId,
@@ -101,10 +101,10 @@ export async function receiveUpload(
         ...(maxErrorRate === undefined ? {} : { maxErrorRate }),
       },
     });
-    if (idempotencyKey) idem.finish(accountId, idempotencyKey, fingerprint, job.id);
+    if (idempotencyKey) await idem.finish(accountId, idempotencyKey, fingerprint, job.id);
     return job;
   } catch (e: unknown) {
-    if (idempotencyKey && claim.state === 'new') idem.release(accountId, idempotencyKey);
+    if (idempotencyKey && claim.state === 'new') await idem.release(accountId, idempotencyKey);
     if (received.staged) await deps.jobService.discardInput(received.staged.inputKey).catch(() => undefined);
     throw uploadError(e);
   }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ERROR_CODES } from '../../shared/errors.js';
+import type { Delivery } from '../../storage/records.js';
 import { checkWebhookUrl } from '../../webhooks/address-policy.js';
-import type { Delivery } from '../../webhooks/delivery-store.js';
 import { TEST_EVENT, WEBHOOK_EVENTS, WEBHOOK_KINDS, type Webhook } from '../../webhooks/webhook-store.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable, type Caller } from '../authenticate.js';
@@ -60,8 +60,8 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
   const { store, deliveries, policy } = deps.webhooks;
   const now = () => deps.engine.clock.now();
 
-  const ownWebhook = (accountId: string, id: string): Webhook => {
-    const webhook = store.get(id);
+  const ownWebhook = async (accountId: string, id: string): Promise<Webhook> => {
+    const webhook = await store.get(id);
     if (!webhook || webhook.accountId !== accountId) throw httpError(404, ERROR_CODES.notFound, 'Webhook not found');
     return webhook;
   };
@@ -78,17 +78,17 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
       const token = body.required('telegram_bot_token');
       // The token goes into the Bot API's path as it is, so it must be a token and nothing more.
       if (!TELEGRAM_TOKEN.test(token)) throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: telegram_bot_token is not a Telegram bot token');
-      const { webhook } = store.create({ accountId: caller.accountId, kind, url: '', events, description, isActive, telegram: { chatId, token }, now: now() });
+      const { webhook } = await store.create({ accountId: caller.accountId, kind, url: '', events, description, isActive, telegram: { chatId, token }, now: now() });
       return { success: true, result: webhookView(webhook), message: 'Webhook created' };
     }
     const url = await checkWebhookUrl(body.required('url'), policy);
-    const { webhook, secret } = store.create({ accountId: caller.accountId, kind, url: url.href, events, description, isActive, now: now() });
+    const { webhook, secret } = await store.create({ accountId: caller.accountId, kind, url: url.href, events, description, isActive, now: now() });
     return { success: true, result: { ...webhookView(webhook), signing_secret: secret }, message: 'Webhook created; keep the signing secret to verify deliveries' };
   });
 
   app.get<{ Querystring: { limit: number; offset: number } }>('/api/webhooks', { schema: { tags: ['webhooks'], querystring: PAGE } }, async (request) => {
     const { limit, offset } = request.query;
-    const { webhooks, total } = store.list(request.caller!.accountId, limit, offset);
+    const { webhooks, total } = await store.list(request.caller!.accountId, limit, offset);
     return { success: true, result: webhooks.map(webhookView), total, limit, offset, message: `${total} webhook(s)` };
   });
 
@@ -98,38 +98,38 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
     async (request) => {
       const id = request.query.webhook_id?.trim();
       if (!id) throw httpError(400, ERROR_CODES.badRequest, 'webhook_id is required');
-      const webhook = ownWebhook(request.caller!.accountId, id);
-      const list = deliveries.list(webhook.id, DELIVERY_LIST_LIMIT).map(deliveryView);
+      const webhook = await ownWebhook(request.caller!.accountId, id);
+      const list = (await deliveries.list(webhook.id, DELIVERY_LIST_LIMIT)).map(deliveryView);
       return { success: true, result: list, message: `${list.length} most recent deliveries` };
     },
   );
 
   app.post<{ Params: { id: string } }>('/api/webhooks/deliveries/:id/redeliver', { schema: { tags: ['webhooks'] } }, async (request) => {
     const caller = requireAdmin(request);
-    const delivery = deliveries.get(request.params.id);
+    const delivery = await deliveries.get(request.params.id);
     if (!delivery) throw httpError(404, ERROR_CODES.notFound, 'Delivery not found');
-    ownWebhook(caller.accountId, delivery.webhookId);
+    await ownWebhook(caller.accountId, delivery.webhookId);
     if (delivery.eventType === TEST_EVENT) throw httpError(409, ERROR_CODES.invalidState, 'A test delivery is not sent again; run the test again instead');
-    if (!deliveries.redeliver(delivery.id, now())) throw httpError(409, ERROR_CODES.invalidState, `Only a failed delivery can be sent again; this one is ${delivery.status}`);
-    return { success: true, result: deliveryView(deliveries.get(delivery.id)!), message: 'Delivery queued again with the same webhook-id' };
+    if (!(await deliveries.redeliver(delivery.id, now()))) throw httpError(409, ERROR_CODES.invalidState, `Only a failed delivery can be sent again; this one is ${delivery.status}`);
+    return { success: true, result: deliveryView((await deliveries.get(delivery.id))!), message: 'Delivery queued again with the same webhook-id' };
   });
 
   app.get<{ Params: { id: string } }>('/api/webhooks/:id', { schema: { tags: ['webhooks'] } }, async (request) => {
-    const webhook = ownWebhook(request.caller!.accountId, request.params.id);
+    const webhook = await ownWebhook(request.caller!.accountId, request.params.id);
     const admin = request.caller!.key.role === 'admin';
-    const secret = admin && webhook.kind === WEBHOOK_KINDS.generic ? store.signingSecret(webhook.id) : undefined;
+    const secret = admin && webhook.kind === WEBHOOK_KINDS.generic ? await store.signingSecret(webhook.id) : undefined;
     return { success: true, result: { ...webhookView(webhook), ...(secret ? { signing_secret: secret } : {}) }, message: 'Webhook found' };
   });
 
   app.put<{ Body: unknown }>('/api/webhooks', { schema: { tags: ['webhooks'] } }, async (request) => {
     const caller = requireAdmin(request);
     const body = new WebhookBody(request.body);
-    const webhook = ownWebhook(caller.accountId, body.required('id'));
+    const webhook = await ownWebhook(caller.accountId, body.required('id'));
     const events = body.events();
     const description = body.optionalString('description', 500);
     const isActive = body.optionalBoolean('is_active');
     const url = webhook.kind === WEBHOOK_KINDS.generic ? (await checkWebhookUrl(body.required('url'), policy)).href : undefined;
-    const updated = store.update(webhook.id, { url, events, description, isActive }, now());
+    const updated = await store.update(webhook.id, { url, events, description, isActive }, now());
     if (!updated) throw httpError(404, ERROR_CODES.notFound, 'Webhook not found');
     return { success: true, result: { status: 'updated', webhook: webhookView(updated) }, message: 'Webhook updated' };
   });
@@ -138,8 +138,8 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
     const caller = requireAdmin(request);
     // The path's id wins; the body's is the older form, read only when the path has none.
     const id = request.params.id ?? new WebhookBody(request.body).required('id');
-    const webhook = ownWebhook(caller.accountId, id);
-    if (!store.delete(webhook.id, now())) throw httpError(404, ERROR_CODES.notFound, 'Webhook not found');
+    const webhook = await ownWebhook(caller.accountId, id);
+    if (!(await store.delete(webhook.id, now()))) throw httpError(404, ERROR_CODES.notFound, 'Webhook not found');
     return { success: true, result: { status: 'deleted' }, message: 'Webhook deleted; its deliveries stopped' };
   };
   app.delete<{ Params: { id?: string }; Body: unknown }>('/api/webhooks/:id', { schema: { tags: ['webhooks'] } }, remove);
@@ -147,7 +147,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
 
   app.post<{ Body: unknown }>('/api/webhooks/test', { schema: { tags: ['webhooks'] } }, async (request) => {
     const caller = requireAdmin(request);
-    const webhook = ownWebhook(caller.accountId, new WebhookBody(request.body).required('id'));
+    const webhook = await ownWebhook(caller.accountId, new WebhookBody(request.body).required('id'));
     const result = await testWebhook(deps.webhooks, webhook, `evt_${randomUUID()}`, now);
     return { success: true, result, message: result.status === 'delivered' ? 'Test event delivered' : 'Test event was not accepted by the receiver' };
   });

@@ -1,3 +1,5 @@
+import type { CompanyRow } from '../../storage/records.js';
+
 /** Lookup kind of company search: billing, the result cache and the provider map use it. */
 export const COMPANY_KIND = 'company';
 
@@ -33,11 +35,6 @@ export interface CompanyResult {
   match: CompanyMatch | null;
   results: CompanyProfile[];
 }
-
-/** A row of the `companies` table as the lookups select it: a profile with its id, `extra` as JSON text. */
-export type CompanyRow = Omit<CompanyProfile, 'extra'> & { id: number; extra: string | null };
-
-export const COMPANY_COLUMNS_SQL = 'c.id, c.name, c.domain, c.description, c.industry, c.employee_count, c.country, c.website, c.extra';
 
 export function profileOf(row: CompanyRow): CompanyProfile {
   return {

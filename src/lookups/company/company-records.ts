@@ -1,24 +1,10 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
+import type { CompanyRecord } from '../../storage/records.js';
 import { charCount, collapseBlanks, coreName, domainOf, MAX_COMPANY_CHARS, nameKey } from './company-names.js';
 
 /** The directory file's own columns; `name` is required, any other column goes into `extra`. */
 export const COMPANY_FILE_COLUMNS = ['name', 'domain', 'description', 'industry', 'employee_count', 'country', 'website'] as const;
 type Column = (typeof COMPANY_FILE_COLUMNS)[number];
-
-/** One company as the directory stores it. */
-export interface CompanyRecord {
-  name: string;
-  nameKey: string;
-  coreKey: string;
-  domain: string | null;
-  description: string | null;
-  industry: string | null;
-  employeeCount: number | null;
-  country: string | null;
-  website: string | null;
-  /** JSON object of the further columns that have a value, or null. */
-  extra: string | null;
-}
 
 export interface CompanyHeader {
   at: Partial<Record<Column, number>>;

@@ -1,4 +1,5 @@
-import type { Db } from '../../storage/sqlite/open-database.js';
+import type { BreachRecord } from '../../storage/records.js';
+import type { BreachesPort } from '../../storage/store.js';
 import type { LookupOutcome, LookupProvider } from '../lookup-provider.js';
 
 /** Lookup kind of phone breaches: billing, the result cache and the provider map use it. */
@@ -14,12 +15,6 @@ export interface PhoneBreachResult {
   first_breached: string | null;
   last_breached: string | null;
   summary: string;
-}
-
-export interface BreachRecord {
-  breach: string;
-  /** Null when the source did not say when the breach happened. */
-  breachedAt: string | null;
 }
 
 /** Breach names a summary spells out; the rest are counted, so a cell stays readable. */
@@ -51,43 +46,23 @@ export function breachResult(phone: string, records: readonly BreachRecord[]): P
   };
 }
 
-interface Row {
-  phone: string;
-  breach: string;
-  breached_at: string | null;
-}
-
 /**
- * Answers from the breach index that `sluice import breaches` loads (table `phone_breaches`), one
- * query per batch. Keys are E.164 numbers; a number the index does not hold is an answer too
- * (`breached: false`), so every outcome is ok, and a failing query is thrown for the engine to
- * retry.
+ * Answers from the breach index that `sluice import breaches` loads, one store read per batch.
+ * Keys are E.164 numbers; a number the index does not hold is an answer too (`breached: false`),
+ * so every outcome is ok, and a failing read is thrown for the engine to retry.
  */
 export class EmbeddedBreachIndex implements LookupProvider<PhoneBreachResult> {
   readonly kind = PHONE_BREACHES_KIND;
   readonly name = 'embedded-phone-breaches';
-  /** json_each takes the keys as one bound parameter, so there is no host-parameter limit to mind. */
+  /** The store takes the keys as one bound list, so there is no host-parameter limit to mind. */
   readonly maxBatch = 1_000;
   readonly answersLocally = true;
-  private readonly select;
 
-  constructor(db: Db) {
-    this.select = db.prepare(
-      `SELECT phone, breach, breached_at FROM phone_breaches
-       WHERE phone IN (SELECT value FROM json_each(?))
-       ORDER BY phone, breached_at IS NULL, breached_at, breach`,
-    );
-  }
+  constructor(private readonly breaches: BreachesPort) {}
 
   async lookup(keys: readonly string[], signal?: AbortSignal): Promise<LookupOutcome<PhoneBreachResult>[]> {
     signal?.throwIfAborted();
-    const byPhone = new Map<string, BreachRecord[]>();
-    for (const row of this.select.all(JSON.stringify(keys)) as Row[]) {
-      const records = byPhone.get(row.phone);
-      const record = { breach: row.breach, breachedAt: row.breached_at };
-      if (records === undefined) byPhone.set(row.phone, [record]);
-      else records.push(record);
-    }
+    const byPhone = await this.breaches.records(keys);
     return keys.map((key) => ({ ok: true, result: breachResult(key, byPhone.get(key) ?? []) }));
   }
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { migrationFiles } from '../migration-files.js';
 
 export type Db = Database.Database;
 
@@ -33,32 +33,17 @@ export function openDatabase(file: string, options: OpenDatabaseOptions): Db {
   return db;
 }
 
-const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
-
-/** Applies numbered `NNN-name.sql` files once each, in order, each in its own transaction. */
-export function migrate(db: Db, dir = migrationsDir()): void {
+/** Applies the numbered migrations once each, in order, each in its own transaction. */
+export function migrate(db: Db, files = migrationFiles(new URL('./migrations/', import.meta.url))): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-  const files = fs
-    .readdirSync(dir)
-    .filter((f) => /^\d{3}-[\w-]+\.sql$/.test(f))
-    .sort();
   const applied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?');
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
   for (const file of files) {
-    const version = Number(file.slice(0, 3));
     // IMMEDIATE: two processes starting together must not both apply the same migration.
     db.transaction(() => {
-      if (applied.get(version)) return;
-      db.exec(fs.readFileSync(path.join(dir, file), 'utf8'));
-      record.run(version, file, Date.now());
+      if (applied.get(file.version)) return;
+      db.exec(file.sql);
+      record.run(file.version, file.name, Date.now());
     }).immediate();
   }
-}
-
-/** tsc does not copy .sql files: from dist/ the migrations are read from the source tree. */
-function migrationsDir(): string {
-  if (fs.existsSync(MIGRATIONS_DIR)) return MIGRATIONS_DIR;
-  const marker = `${path.sep}dist${path.sep}`;
-  const at = MIGRATIONS_DIR.lastIndexOf(marker);
-  return at < 0 ? MIGRATIONS_DIR : MIGRATIONS_DIR.slice(0, at) + path.sep + MIGRATIONS_DIR.slice(at + marker.length);
 }

@@ -1,140 +1,12 @@
-import type { Db } from '../storage/sqlite/open-database.js';
-import { AppError, ERROR_CODES } from '../shared/errors.js';
-import { Outbox, type OutboxEvent } from '../webhooks/outbox.js';
-import { JOB_PHASES, JOB_STATUSES, TERMINAL_STATUSES, type JobPhase, type JobStatus } from './job-states.js';
-
-export interface JobOptions {
-  /** Header the caller named as the key column (compared without case). */
-  column?: string;
-  /** Several lookups per row, in output order; the job's `type` is then their types joined by commas. */
-  lookups?: { type: string; column?: string }[];
-  downloadLink?: boolean;
-  /** ISO 3166-1 alpha-2 country for phone numbers written without a country code. */
-  defaultCountry?: string;
-  /**
-   * Failure budget: the share (0 to 1) of the job's rows that may end as `error`. One row more and
-   * the job fails with `error_budget_exceeded`. Unset in jobs created before budgets existed.
-   */
-  maxErrorRate?: number;
-}
-
-export interface JobRecord {
-  id: string;
-  accountId: string;
-  type: string;
-  status: JobStatus;
-  phase: JobPhase;
-  reason: string | null;
-  errorMessage: string | null;
-  inputKey: string;
-  inputName: string | null;
-  options: JobOptions;
-  header: string[] | null;
-  keyColumn: number | null;
-  totalRows: number | null;
-  chunkCount: number | null;
-  processedRows: number;
-  foundRows: number;
-  invalidRows: number;
-  duplicateRows: number;
-  errorRows: number;
-  creditsUsed: number;
-  leaseEpoch: number;
-  attempts: number;
-  resultAllKey: string | null;
-  resultFoundKey: string | null;
-  resultErrorsKey: string | null;
-  createdAt: number;
-  startedAt: number | null;
-  updatedAt: number;
-  finishedAt: number | null;
-}
-
-export interface ChunkRecord {
-  jobId: string;
-  chunkIndex: number;
-  firstRow: number;
-  rowCount: number;
-  cursor: number;
-  status: 'pending' | 'done';
-  leaseEpoch: number;
-  attempts: number;
-  /** 0 for the first run over every row; each retry of the chunk's failed rows is one pass more. */
-  pass: number;
-  /** Rows this pass works through: `rowCount` in the first pass, the failed rows in a retry. */
-  passRows: number;
-  /** One byte per row (ROW_FLAGS) once the chunk is done, kept only when some row failed. */
-  rowFlags: Buffer | null;
-}
-
-export interface Lease {
-  owner: string;
-  epoch: number;
-}
-
-/** One checkpoint batch's rendered rows, by export, and one ROW_FLAGS byte per row. */
-/** One checkpoint batch's result rows. */
-export interface BatchOutput {
-  /** The rows as result CSV text, in order. */
-  allText: string;
-  /** Where each row ends in `allText` (in UTF-16 code units), one little-endian uint32 per row. */
-  rowEnds: Buffer;
-  /** One ROW_FLAGS byte per row. */
-  rowFlags: Buffer;
-}
-
-/** A batch output as stored: one written before migration 008 has no row ends but its filtered texts. */
-export type StoredOutput = Omit<BatchOutput, 'rowEnds'> & { rowEnds: Buffer | null; foundText: string; errorsText: string };
-
-/** The rows of a stored output whose flags have `bit` (ROW_FLAGS.found or .error), as one text. */
-export function flaggedText(output: StoredOutput, bit: typeof ROW_FLAGS.found | typeof ROW_FLAGS.error): string {
-  const { allText, rowEnds, rowFlags } = output;
-  if (rowEnds === null) return bit === ROW_FLAGS.found ? output.foundText : output.errorsText;
-  const runs: string[] = [];
-  let start = 0;
-  let runStart = -1;
-  for (let i = 0; i < rowFlags.length; i++) {
-    const end = rowEnds.readUInt32LE(i * 4);
-    if ((rowFlags[i]! & bit) !== 0) {
-      if (runStart < 0) runStart = start;
-    } else if (runStart >= 0) {
-      runs.push(allText.slice(runStart, start));
-      runStart = -1;
-    }
-    start = end;
-  }
-  if (runStart >= 0) runs.push(allText.slice(runStart, start));
-  return runs.join('');
-}
-
-/**
- * Bits of a row's flag byte: whether the row is in `found` and in `errors`, and in a job with
- * several lookups (at most 3), which of them failed and which found something.
- */
-export const ROW_FLAGS = { found: 1, error: 2 } as const;
-
-export function lookupErrorFlag(lookup: number): number {
-  return 4 << lookup;
-}
-
-export function lookupFoundFlag(lookup: number): number {
-  return 32 << lookup;
-}
-
-export function countFlagged(flags: Uint8Array, bit: number): number {
-  let n = 0;
-  for (const f of flags) if (f & bit) n++;
-  return n;
-}
-
-export interface RowCounters {
-  processed: number;
-  found: number;
-  invalid: number;
-  duplicate: number;
-  error: number;
-  credits: number;
-}
+import { AppError, ERROR_CODES } from '../../shared/errors.js';
+import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, type JobStatus } from '../job-states.js';
+import { countFlagged, ROW_FLAGS, type ChunkRecord, type JobOptions, type JobRecord, type Lease, type StoredOutput } from '../job-records.js';
+import { leaseLost } from '../migration-files.js';
+import type { BatchCommit, BatchCommitResult, JobsPort, NewJob, SplitResult, StoreHooks, TransitionInput } from '../store.js';
+import type { Db } from './open-database.js';
+import type { SqliteBilling } from './sqlite-billing.js';
+import type { SqliteOutbox } from './sqlite-outbox.js';
+import type { SqliteResults } from './sqlite-results.js';
 
 const JOB_COLUMNS = `id, account_id AS accountId, type, status, phase, reason, error_message AS errorMessage,
   input_key AS inputKey, input_name AS inputName, options, header, key_column AS keyColumn,
@@ -150,17 +22,22 @@ const CHUNK_COLUMNS = `job_id AS jobId, chunk_index AS chunkIndex, first_row AS 
 type JobRow = Omit<JobRecord, 'options' | 'header'> & { options: string; header: string | null };
 
 /**
- * Jobs, chunks and their leases. A lease is (owner, epoch, expiry); every write a lease holder
- * makes names its epoch, so a worker that was frozen past its expiry cannot commit over the
- * worker that took its place.
+ * Jobs, chunks and their leases, and the operations that change them together with billing and the
+ * outbox. A lease is (owner, epoch, expiry); every write a lease holder makes names its epoch, so a
+ * worker that was frozen past its expiry cannot commit over the worker that took its place. Every
+ * operation that writes runs in one `BEGIN IMMEDIATE` transaction: SQLite's single writer is what
+ * serialises them here (the port names the isolation each needs).
  */
-export class JobStore {
+export class SqliteJobs implements JobsPort {
   private readonly s;
 
-  private readonly outbox: Outbox;
-
-  constructor(private readonly db: Db) {
-    this.outbox = new Outbox(db);
+  constructor(
+    private readonly db: Db,
+    private readonly billing: SqliteBilling,
+    private readonly results: SqliteResults,
+    private readonly outbox: SqliteOutbox,
+    private readonly hooks: StoreHooks,
+  ) {
     this.s = {
       insertJob: db.prepare(
         `INSERT INTO jobs (id, account_id, type, status, phase, input_key, input_name, options, created_at, updated_at)
@@ -239,8 +116,10 @@ export class JobStore {
       insertOutput: db.prepare(
         "INSERT INTO chunk_outputs (job_id, chunk_index, first_row, all_text, found_text, errors_text, row_flags, row_ends) VALUES (?, ?, ?, ?, '', '', ?, ?)",
       ),
-      outputs: db.prepare(
-        'SELECT all_text AS allText, found_text AS foundText, errors_text AS errorsText, row_flags AS rowFlags, row_ends AS rowEnds FROM chunk_outputs WHERE job_id = ? AND chunk_index = ? ORDER BY first_row',
+      // One batch at a time: a chunk's texts are never all in memory at once.
+      nextOutput: db.prepare(
+        `SELECT first_row AS firstRow, all_text AS allText, found_text AS foundText, errors_text AS errorsText, row_flags AS rowFlags, row_ends AS rowEnds
+           FROM chunk_outputs WHERE job_id = ? AND chunk_index = ? AND first_row > ? ORDER BY first_row LIMIT 1`,
       ),
       deleteOutputs: db.prepare('DELETE FROM chunk_outputs WHERE job_id = ? AND chunk_index = ?'),
       markChunkDone: db.prepare(
@@ -287,67 +166,83 @@ export class JobStore {
     };
   }
 
-  create(input: { id: string; accountId: string; type: string; inputKey: string; inputName: string | null; options: JobOptions; now: number }): JobRecord {
+  async create(input: NewJob): Promise<JobRecord> {
     this.s.insertJob.run({ ...input, options: JSON.stringify(input.options) });
-    return this.require(input.id);
+    return this.requireSync(input.id);
   }
 
-  get(id: string): JobRecord | undefined {
-    const row = this.s.job.get(id) as JobRow | undefined;
-    return row && toJob(row);
+  async get(id: string): Promise<JobRecord | undefined> {
+    return this.getSync(id);
   }
 
-  require(id: string): JobRecord {
-    const job = this.get(id);
-    if (!job) throw new AppError(ERROR_CODES.jobNotFound, `no job ${id}`, { statusCode: 404 });
-    return job;
+  async require(id: string): Promise<JobRecord> {
+    return this.requireSync(id);
   }
 
-  status(id: string): JobStatus | undefined {
-    return (this.s.jobStatus.get(id) as { status: JobStatus } | undefined)?.status;
+  async status(id: string): Promise<JobStatus | undefined> {
+    return this.statusSync(id);
   }
 
-  list(filter: { accountId?: string; status?: JobStatus; limit: number; offset: number }): { jobs: JobRecord[]; total: number } {
+  async list(filter: { accountId?: string; status?: JobStatus; limit: number; offset: number }): Promise<{ jobs: JobRecord[]; total: number }> {
     const params = { accountId: filter.accountId ?? null, status: filter.status ?? null, limit: filter.limit, offset: filter.offset };
     const rows = this.s.listAll.all(params) as JobRow[];
     const total = (this.s.countAll.get({ accountId: params.accountId, status: params.status }) as { n: number }).n;
     return { jobs: rows.map(toJob), total };
   }
 
-  chunks(jobId: string): ChunkRecord[] {
+  async chunks(jobId: string): Promise<ChunkRecord[]> {
     return this.s.chunks.all(jobId) as ChunkRecord[];
   }
 
-  chunk(jobId: string, chunkIndex: number): ChunkRecord | undefined {
+  async chunk(jobId: string, chunkIndex: number): Promise<ChunkRecord | undefined> {
     return this.s.chunk.get(jobId, chunkIndex) as ChunkRecord | undefined;
   }
 
-  /** Takes the oldest job that needs splitting or assembling and whose lease is free. */
-  acquireJobPhase(owner: string, now: number, leaseMs: number, maxRunningPerAccount = Number.MAX_SAFE_INTEGER): { job: JobRecord; lease: Lease } | undefined {
+  async acquireJobPhase(owner: string, now: number, leaseMs: number, maxRunningPerAccount = Number.MAX_SAFE_INTEGER): Promise<{ job: JobRecord; lease: Lease } | undefined> {
     return this.db
       .transaction(() => {
         const candidate = this.s.phaseCandidate.get({ now, maxRunning: maxRunningPerAccount }) as { id: string } | undefined;
         if (!candidate) return undefined;
         this.s.takeJobLease.run({ id: candidate.id, owner, expires: now + leaseMs, now });
-        const job = this.require(candidate.id);
+        const job = this.requireSync(candidate.id);
         return { job, lease: { owner, epoch: job.leaseEpoch } };
       })
       .immediate();
   }
 
-  renewJobLease(jobId: string, lease: Lease, expiresAt: number): boolean {
+  async renewJobLease(jobId: string, lease: Lease, expiresAt: number): Promise<boolean> {
     return this.s.renewJobLease.run(expiresAt, jobId, lease.epoch, lease.owner).changes === 1;
   }
 
-  releaseJobLease(jobId: string, lease: Lease): void {
+  async releaseJobLease(jobId: string, lease: Lease): Promise<void> {
     this.s.releaseJobLease.run(jobId, lease.epoch);
   }
 
-  /**
-   * Counts a retryable failure of leased work and keeps the lease until `retryAt`, which is the
-   * backoff. Returns the failures in a row so far (0 if the lease was lost meanwhile).
-   */
-  recordFailure(target: { jobId: string; chunkIndex?: number }, lease: Lease, retryAt: number): number {
+  async acquireChunk(owner: string, now: number, leaseMs: number): Promise<{ chunk: ChunkRecord; lease: Lease } | undefined> {
+    return this.db
+      .transaction(() => {
+        const candidate = this.s.chunkCandidate.get({ now }) as { jobId: string; chunkIndex: number } | undefined;
+        if (!candidate) return undefined;
+        this.s.takeChunkLease.run({ ...candidate, owner, expires: now + leaseMs });
+        const chunk = this.s.chunk.get(candidate.jobId, candidate.chunkIndex) as ChunkRecord;
+        return { chunk, lease: { owner, epoch: chunk.leaseEpoch } };
+      })
+      .immediate();
+  }
+
+  async renewChunkLease(jobId: string, chunkIndex: number, lease: Lease, expiresAt: number): Promise<boolean> {
+    return this.s.renewChunkLease.run(expiresAt, jobId, chunkIndex, lease.epoch, lease.owner).changes === 1;
+  }
+
+  async releaseChunkLease(jobId: string, chunkIndex: number, lease: Lease): Promise<void> {
+    this.s.releaseChunkLease.run(jobId, chunkIndex, lease.epoch);
+  }
+
+  async otherAccountStarved(accountId: string, now: number, maxRunningPerAccount = Number.MAX_SAFE_INTEGER): Promise<boolean> {
+    return this.s.starvedAccount.get({ account: accountId, now, maxRunning: maxRunningPerAccount }) !== undefined;
+  }
+
+  async recordFailure(target: { jobId: string; chunkIndex?: number }, lease: Lease, retryAt: number): Promise<number> {
     const row = (
       target.chunkIndex === undefined
         ? this.s.phaseFailed.get({ jobId: target.jobId, epoch: lease.epoch, retryAt })
@@ -356,69 +251,19 @@ export class JobStore {
     return row?.failures ?? 0;
   }
 
-  /** A phase (split or assemble) finished: its earlier failures no longer count. */
-  clearPhaseFailures(jobId: string): void {
+  async clearPhaseFailures(jobId: string): Promise<void> {
     this.s.phaseDone.run(jobId);
   }
 
-  /** A resumed job starts with a clean failure count everywhere. */
-  clearFailures(jobId: string): void {
-    this.db.transaction(() => {
-      this.s.phaseDone.run(jobId);
-      this.s.chunksFresh.run(jobId);
-    }).immediate();
-  }
-
-  /** Owners of leases that have not run out. */
-  liveLeaseOwners(now: number): string[] {
+  async liveLeaseOwners(now: number): Promise<string[]> {
     return (this.s.liveLeaseOwners.all({ now }) as { owner: string }[]).map((r) => r.owner);
   }
 
-  /**
-   * Frees every lease `owner` holds, as if they had run out, and says how many there were. Their
-   * epochs stay: should the owner be alive after all, its renewals and commits are refused.
-   */
-  freeLeasesOf(owner: string): number {
+  async freeLeasesOf(owner: string): Promise<number> {
     return this.db.transaction(() => this.s.freeJobLeasesOf.run(owner).changes + this.s.freeChunkLeasesOf.run(owner).changes).immediate();
   }
 
-  /** Takes the next pending chunk of a running job whose lease is free. */
-  acquireChunk(owner: string, now: number, leaseMs: number): { chunk: ChunkRecord; lease: Lease } | undefined {
-    return this.db
-      .transaction(() => {
-        const candidate = this.s.chunkCandidate.get({ now }) as { jobId: string; chunkIndex: number } | undefined;
-        if (!candidate) return undefined;
-        this.s.takeChunkLease.run({ ...candidate, owner, expires: now + leaseMs });
-        const chunk = this.chunk(candidate.jobId, candidate.chunkIndex)!;
-        return { chunk, lease: { owner, epoch: chunk.leaseEpoch } };
-      })
-      .immediate();
-  }
-
-  /**
-   * Whether another account has work waiting (a chunk while it has none in work, or a job to split
-   * or assemble) that no worker holds: a worker busy with this account's
-   * chunk then hands its slot over after the current batch, so one huge job cannot starve a small one.
-   */
-  otherAccountStarved(accountId: string, now: number, maxRunningPerAccount = Number.MAX_SAFE_INTEGER): boolean {
-    return this.s.starvedAccount.get({ account: accountId, now, maxRunning: maxRunningPerAccount }) !== undefined;
-  }
-
-  renewChunkLease(jobId: string, chunkIndex: number, lease: Lease, expiresAt: number): boolean {
-    return this.s.renewChunkLease.run(expiresAt, jobId, chunkIndex, lease.epoch, lease.owner).changes === 1;
-  }
-
-  releaseChunkLease(jobId: string, chunkIndex: number, lease: Lease): void {
-    this.s.releaseChunkLease.run(jobId, chunkIndex, lease.epoch);
-  }
-
-  /** Records the chunks and moves the job to processing, if the split still holds its lease. */
-  finishSplit(
-    jobId: string,
-    lease: Lease,
-    split: { header: string[]; keyColumn: number; totalRows: number; chunks: { firstRow: number; rowCount: number }[] },
-    now: number,
-  ): void {
+  async finishSplit(jobId: string, lease: Lease, split: SplitResult, now: number): Promise<void> {
     this.db.transaction(() => {
       const changed = this.s.finishSplit.run({
         id: jobId,
@@ -435,33 +280,56 @@ export class JobStore {
     }).immediate();
   }
 
-  /**
-   * Moves a chunk's cursor forward by `rows`, fenced by the lease epoch and the cursor the caller
-   * started from. Call inside the checkpoint transaction: a refusal throws and rolls it all back.
-   */
-  advanceChunk(jobId: string, chunkIndex: number, lease: Lease, expectedCursor: number, rows: number): void {
-    const changed = this.s.advanceChunk.run({ jobId, chunkIndex, epoch: lease.epoch, owner: lease.owner, expectedCursor, rows }).changes;
-    if (changed !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
+  async commitBatch(input: BatchCommit): Promise<BatchCommitResult> {
+    try {
+      return this.commitBatchSync(input);
+    } catch (error) {
+      if (error instanceof ChargeConflict) return { ok: false, billed: error.billed, balance: error.balance };
+      throw error;
+    }
   }
 
-  addCounters(jobId: string, counters: RowCounters, now: number): void {
-    this.s.addCounters.run({ jobId, ...counters, now });
+  private commitBatchSync(input: BatchCommit): BatchCommitResult {
+    const { jobId, chunkIndex, lease, rows, now } = input;
+    return this.db
+      .transaction((): BatchCommitResult => {
+        if (rows > 0) {
+          const moved = this.s.advanceChunk.run({ jobId, chunkIndex, epoch: lease.epoch, owner: lease.owner, expectedCursor: input.cursor, rows }).changes;
+          if (moved !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
+        }
+        const paid = this.billing.chargeKeysSync({ accountId: input.accountId, jobId, ...input.charges, now });
+        // Nothing has been written yet but the cursor, which the rollback takes back.
+        if (!paid.ok) throw new ChargeConflict(paid.billed, paid.balance);
+        for (const entry of input.cache) this.results.putSync(entry.kind, entry.key, entry.result, now);
+        if (rows > 0) {
+          this.s.insertOutput.run(jobId, chunkIndex, input.cursor, input.output.allText, input.output.rowFlags, input.output.rowEnds);
+          this.s.addCounters.run({ jobId, ...input.counters, now });
+        }
+        this.billing.releaseReservationSync(jobId, chunkIndex);
+        if (input.errorBudget && input.counters.error > 0 && this.overErrorBudget(jobId, input.errorBudget.maxErrorRate)) {
+          const failed = this.statusSync(jobId) === JOB_STATUSES.running;
+          if (failed) this.transitionSync(jobId, JOB_STATUSES.failed, { reason: ERROR_CODES.errorBudgetExceeded, message: input.errorBudget.message, now });
+          return { ok: true, paused: false, failed };
+        }
+        if (input.outOfCredits && this.statusSync(jobId) === JOB_STATUSES.running) {
+          this.transitionSync(jobId, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
+        }
+        return { ok: true, paused: input.outOfCredits, failed: false };
+      })
+      .immediate();
   }
 
-  insertOutput(jobId: string, chunkIndex: number, firstRow: number, output: BatchOutput): void {
-    this.s.insertOutput.run(jobId, chunkIndex, firstRow, output.allText, output.rowFlags, output.rowEnds);
+  async *outputs(jobId: string, chunkIndex: number): AsyncIterable<StoredOutput> {
+    let after = -1;
+    for (;;) {
+      const row = this.s.nextOutput.get(jobId, chunkIndex, after) as (StoredOutput & { firstRow: number }) | undefined;
+      if (row === undefined) return;
+      after = row.firstRow;
+      yield row;
+    }
   }
 
-  outputs(jobId: string, chunkIndex: number): IterableIterator<StoredOutput> {
-    return this.s.outputs.iterate(jobId, chunkIndex) as IterableIterator<StoredOutput>;
-  }
-
-  /**
-   * Marks a fully committed chunk done, keeping its row flags when some row failed; the last chunk
-   * moves the job on to assembly. A chunk asked to retry its failed rows (`retry_wanted`) that has
-   * some goes straight into its next pass instead.
-   */
-  completeChunk(jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number): void {
+  async completeChunk(jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number): Promise<void> {
     this.db.transaction(() => {
       const done = this.s.markChunkDone.get({ jobId, chunkIndex, epoch: lease.epoch, flags: rowFlags }) as { retryWanted: number } | undefined;
       if (!done) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
@@ -472,26 +340,48 @@ export class JobStore {
     }).immediate();
   }
 
-  /**
-   * Whether the job's `error` rows now exceed its failure budget. Call inside the checkpoint
-   * transaction that added them.
-   */
-  overErrorBudget(job: JobRecord): boolean {
-    const rate = job.options.maxErrorRate;
-    if (rate === undefined) return false;
-    const { errorRows, totalRows } = this.s.errorBudget.get(job.id) as { errorRows: number; totalRows: number | null };
-    return errorRows > Math.floor(rate * (totalRows ?? 0));
+  async pauseForProvider(jobId: string, chunkIndex: number, message: string, now: number): Promise<void> {
+    this.db.transaction(() => {
+      this.billing.releaseReservationSync(jobId, chunkIndex);
+      if (this.statusSync(jobId) !== JOB_STATUSES.running) return;
+      this.transitionSync(jobId, JOB_STATUSES.paused, { reason: PAUSE_REASONS.providerUnavailable, message, now });
+    }).immediate();
   }
 
-  /**
-   * Runs a finished (completed or failed) job's failed rows again, and only them: every done chunk
-   * with failed rows starts a retry pass over those rows, and a chunk still in its first pass
-   * retries its failed rows as soon as that pass is done. Returns the rows sent back to work.
-   */
-  retryFailed(jobId: string, now: number): number {
+  async complete(jobId: string, lease: Lease, keys: { allKey: string; foundKey: string; errorsKey: string }, now: number): Promise<void> {
+    this.db.transaction(() => {
+      const changed = this.s.complete.run({ id: jobId, epoch: lease.epoch, ...keys, now }).changes;
+      if (changed !== 1) throw leaseLost(`assembly of ${jobId}`);
+      this.outbox.add(this.hooks.jobEnded(this.requireSync(jobId), now), now);
+    }).immediate();
+  }
+
+  async transition(jobId: string, to: JobStatus, input: TransitionInput): Promise<JobRecord> {
+    return this.db.transaction(() => this.transitionSync(jobId, to, input)).immediate();
+  }
+
+  async transitionFrom(from: JobStatus, jobId: string, to: JobStatus, input: TransitionInput): Promise<JobRecord | undefined> {
+    return this.db.transaction(() => (this.statusSync(jobId) === from ? this.transitionSync(jobId, to, input) : undefined)).immediate();
+  }
+
+  async resume(jobId: string, now: number): Promise<JobRecord> {
     return this.db
       .transaction(() => {
-        const job = this.require(jobId);
+        const job = this.requireSync(jobId);
+        if (job.status !== JOB_STATUSES.paused && job.status !== JOB_STATUSES.failed) {
+          throw new AppError(ERROR_CODES.invalidState, `job ${jobId} is ${job.status}; only paused or failed jobs can be resumed`, { statusCode: 409 });
+        }
+        this.s.phaseDone.run(jobId);
+        this.s.chunksFresh.run(jobId);
+        return this.transitionSync(jobId, JOB_STATUSES.running, { now });
+      })
+      .immediate();
+  }
+
+  async retryFailed(jobId: string, now: number): Promise<number> {
+    return this.db
+      .transaction(() => {
+        const job = this.requireSync(jobId);
         if (job.status !== JOB_STATUSES.completed && job.status !== JOB_STATUSES.failed) {
           throw new AppError(ERROR_CODES.invalidState, `job ${jobId} is ${job.status}; only a completed or failed job's failed rows can be retried`, { statusCode: 409 });
         }
@@ -516,54 +406,64 @@ export class JobStore {
       .immediate();
   }
 
-  /** Completes the job and records its event in the outbox, in one transaction. */
-  complete(jobId: string, lease: Lease, keys: { allKey: string; foundKey: string; errorsKey: string }, event: OutboxEvent, now: number): void {
-    this.db.transaction(() => {
-      const changed = this.s.complete.run({ id: jobId, epoch: lease.epoch, ...keys, now }).changes;
-      if (changed !== 1) throw leaseLost(`assembly of ${jobId}`);
-      this.outbox.add(event, now);
-    }).immediate();
-  }
-
-  /** Jobs paused for `reason` since at least `before`: what workers retry on their own. */
-  pausedSince(reason: string, before: number): string[] {
+  async pausedSince(reason: string, before: number): Promise<string[]> {
     return (this.s.pausedFor.all(reason, before) as Array<{ id: string }>).map((r) => r.id);
   }
 
-  /**
-   * Like `transition`, but only from the given status, read in the same transaction: a worker
-   * ending a job must not trip over an operator who cancelled it a moment before. Returns
-   * undefined, changing nothing, when the job is no longer there.
-   */
-  transitionFrom(from: JobStatus, jobId: string, to: JobStatus, input: { reason?: string | null; message?: string | null; now: number; event?: OutboxEvent }): JobRecord | undefined {
-    return this.db
-      .transaction(() => (this.status(jobId) === from ? this.transition(jobId, to, input) : undefined))
-      .immediate();
+  private getSync(id: string): JobRecord | undefined {
+    const row = this.s.job.get(id) as JobRow | undefined;
+    return row && toJob(row);
+  }
+
+  private requireSync(id: string): JobRecord {
+    const job = this.getSync(id);
+    if (!job) throw new AppError(ERROR_CODES.jobNotFound, `no job ${id}`, { statusCode: 404 });
+    return job;
+  }
+
+  private statusSync(id: string): JobStatus | undefined {
+    return (this.s.jobStatus.get(id) as { status: JobStatus } | undefined)?.status;
+  }
+
+  /** Whether the job's `error` rows now exceed its failure budget, counters of this transaction included. */
+  private overErrorBudget(jobId: string, maxErrorRate: number): boolean {
+    const { errorRows, totalRows } = this.s.errorBudget.get(jobId) as { errorRows: number; totalRows: number | null };
+    return errorRows > Math.floor(maxErrorRate * (totalRows ?? 0));
   }
 
   /**
-   * Moves a job to another status if the move is allowed from where it is now, and returns the
-   * job as it is after the call. Terminal states never change again.
+   * Moves a job if the move is allowed from where it is now, inside the caller's transaction.
+   * Leaving `running` releases the job's reservations; a terminal status queues the end event.
    */
-  transition(jobId: string, to: JobStatus, input: { reason?: string | null; message?: string | null; now: number; event?: OutboxEvent }): JobRecord {
-    return this.db.transaction(() => {
-      const job = this.require(jobId);
-      if (!allowed(job, to)) {
-        throw new AppError(ERROR_CODES.invalidState, `job ${jobId} is ${job.status} and cannot become ${to}`, { statusCode: 409 });
-      }
-      const terminal = TERMINAL_STATUSES.has(to);
-      this.s.setStatus.run({
-        id: jobId,
-        status: to,
-        reason: input.reason ?? null,
-        message: input.message ?? null,
-        now: input.now,
-        terminal: terminal ? 1 : 0,
-        releaseLease: to === JOB_STATUSES.running ? 0 : 1,
-      });
-      if (input.event) this.outbox.add(input.event, input.now);
-      return this.require(jobId);
-    }).immediate();
+  private transitionSync(jobId: string, to: JobStatus, input: TransitionInput): JobRecord {
+    const job = this.requireSync(jobId);
+    if (!allowed(job, to)) {
+      throw new AppError(ERROR_CODES.invalidState, `job ${jobId} is ${job.status} and cannot become ${to}`, { statusCode: 409 });
+    }
+    const terminal = TERMINAL_STATUSES.has(to);
+    this.s.setStatus.run({
+      id: jobId,
+      status: to,
+      reason: input.reason ?? null,
+      message: input.message ?? null,
+      now: input.now,
+      terminal: terminal ? 1 : 0,
+      releaseLease: to === JOB_STATUSES.running ? 0 : 1,
+    });
+    if (to !== JOB_STATUSES.running) this.billing.releaseJobReservationsSync(jobId);
+    const after = this.requireSync(jobId);
+    if (terminal) this.outbox.add(this.hooks.jobEnded(after, input.now), input.now);
+    return after;
+  }
+}
+
+/** Thrown inside a checkpoint's transaction to roll it back when its charges no longer hold. */
+class ChargeConflict extends Error {
+  constructor(
+    readonly billed: Set<string>[],
+    readonly balance: number,
+  ) {
+    super('charge conflict');
   }
 }
 
@@ -579,10 +479,6 @@ function allowed(job: JobRecord, to: JobStatus): boolean {
   }
 }
 
-function leaseLost(what: string): AppError {
-  return new AppError(ERROR_CODES.leaseLost, `lease lost on ${what}`, { retryable: false });
-}
-
 function toJob(row: JobRow): JobRecord {
   return {
     ...row,
@@ -591,4 +487,3 @@ function toJob(row: JobRow): JobRecord {
   };
 }
 
-export { JOB_PHASES };

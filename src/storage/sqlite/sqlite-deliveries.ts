@@ -1,36 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../storage/sqlite/open-database.js';
-import type { WebhookStore } from './webhook-store.js';
-
-export const DELIVERY_STATUSES = { pending: 'pending', success: 'success', failed: 'failed' } as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[keyof typeof DELIVERY_STATUSES];
-
-export interface Delivery {
-  id: string;
-  webhookId: string;
-  messageId: string;
-  eventType: string;
-  payload: unknown;
-  status: DeliveryStatus;
-  attempts: number;
-  responseStatus: number | null;
-  responseBody: string | null;
-  errorCode: string | null;
-  nextAttemptAt: number | null;
-  lastAttemptAt: number | null;
-  createdAt: number;
-}
-
-/** What one attempt changed; `nextAttemptAt` is set only while the delivery stays pending. */
-export interface AttemptRecord {
-  status: DeliveryStatus;
-  payload: unknown;
-  responseStatus: number | null;
-  responseBody: string | null;
-  errorCode: string | null;
-  nextAttemptAt: number | null;
-  at: number;
-}
+import type { AttemptRecord, Delivery } from '../records.js';
+import type { DeliveriesPort } from '../store.js';
+import type { Db } from './open-database.js';
 
 const COLUMNS = `d.id, d.webhook_id AS webhookId, d.message_id AS messageId, d.event_type AS eventType, d.payload,
   d.status, d.attempts, d.response_status AS responseStatus, d.response_body AS responseBody, d.error_code AS errorCode,
@@ -43,17 +14,15 @@ type Row = Omit<Delivery, 'payload'> & { payload: string };
  * outbox events into pending deliveries (in one transaction, so none is lost or made twice), and
  * a sender claims due deliveries for a while so that two processes never send the same attempt.
  */
-export class DeliveryStore {
+export class SqliteDeliveries implements DeliveriesPort {
   private readonly s;
 
-  constructor(
-    private readonly db: Db,
-    private readonly webhooks: WebhookStore,
-  ) {
+  constructor(private readonly db: Db) {
     this.s = {
       anyUnsent: db.prepare('SELECT 1 FROM outbox WHERE sent_at IS NULL LIMIT 1'),
       unsent: db.prepare('SELECT id, event, account_id AS accountId, payload FROM outbox WHERE sent_at IS NULL ORDER BY created_at LIMIT ?'),
       markSent: db.prepare('UPDATE outbox SET sent_at = ? WHERE id = ?'),
+      subscribers: db.prepare('SELECT id, events FROM webhooks WHERE account_id = ? AND deleted_at IS NULL AND is_active = 1'),
       insert: db.prepare(
         `INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)`,
@@ -92,15 +61,15 @@ export class DeliveryStore {
    * Fans committed events out to the webhooks subscribed at this moment. A webhook paused or
    * created later does not get the event; one paused later keeps it pending until resumed.
    */
-  relayOutbox(now: number, limit = 100): number {
+  async relayOutbox(now: number, limit = 100): Promise<number> {
     // Read first: an idle sender must not take the write lock on every poll.
     if (!this.s.anyUnsent.get()) return 0;
     return this.db
       .transaction(() => {
         const events = this.s.unsent.all(limit) as Array<{ id: string; event: string; accountId: string | null; payload: string }>;
         for (const e of events) {
-          for (const webhook of e.accountId === null ? [] : this.webhooks.subscribers(e.accountId, e.event)) {
-            this.s.insert.run(randomUUID(), webhook.id, e.id, e.event, e.payload, now, now);
+          for (const webhookId of e.accountId === null ? [] : this.subscribers(e.accountId, e.event)) {
+            this.s.insert.run(randomUUID(), webhookId, e.id, e.event, e.payload, now, now);
           }
           this.s.markSent.run(now, e.id);
         }
@@ -110,19 +79,19 @@ export class DeliveryStore {
   }
 
   /** Takes up to `limit` due deliveries for `leaseMs`; a sender that dies lets them go when it ends. */
-  claimDue(owner: string, now: number, leaseMs: number, limit: number): Delivery[] {
+  async claimDue(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]> {
     if (this.s.due.all(now, now, 1).length === 0) return [];
     return this.db
       .transaction(() => {
         const ids = (this.s.due.all(now, now, limit) as Array<{ id: string }>).map((r) => r.id);
         for (const id of ids) this.s.claim.run(owner, now + leaseMs, id);
-        return ids.map((id) => this.get(id)!);
+        return ids.map((id) => this.read(id)!);
       })
       .immediate();
   }
 
   /** Refused (false) when the claim was lost meanwhile: another sender owns the next attempt. */
-  recordAttempt(id: string, owner: string, attempt: AttemptRecord): boolean {
+  async recordAttempt(id: string, owner: string, attempt: AttemptRecord): Promise<boolean> {
     return (
       this.s.record.run({
         id,
@@ -139,31 +108,39 @@ export class DeliveryStore {
   }
 
   /** A test delivery is made at once, by the request itself, and only recorded here. */
-  recordTest(webhookId: string, messageId: string, attempt: AttemptRecord): Delivery {
+  async recordTest(webhookId: string, messageId: string, attempt: AttemptRecord): Promise<Delivery> {
     const id = randomUUID();
     const { status, payload, responseStatus, responseBody, errorCode, at } = attempt;
     this.s.insertDone.run(id, webhookId, messageId, 'test', JSON.stringify(payload), status, responseStatus, responseBody, errorCode, at, at);
-    return this.get(id)!;
+    return this.read(id)!;
   }
 
-  get(id: string): Delivery | undefined {
+  async get(id: string): Promise<Delivery | undefined> {
+    return this.read(id);
+  }
+
+  async list(webhookId: string, limit: number): Promise<Delivery[]> {
+    return (this.s.list.all(webhookId, limit) as Row[]).map(fromRow);
+  }
+
+  /** The same `webhook-id` goes out again, with a fresh set of attempts. */
+  async redeliver(id: string, now: number): Promise<boolean> {
+    return this.s.redeliver.run(now, id).changes === 1;
+  }
+
+  async nextDueAt(): Promise<number | undefined> {
+    return (this.s.nextDue.get() as { at: number | null }).at ?? undefined;
+  }
+
+  private read(id: string): Delivery | undefined {
     const row = this.s.get.get(id) as Row | undefined;
     return row && fromRow(row);
   }
 
-  /** The most recent first. */
-  list(webhookId: string, limit: number): Delivery[] {
-    return (this.s.list.all(webhookId, limit) as Row[]).map(fromRow);
-  }
-
-  /** A failed delivery goes out again, with the same `webhook-id` and a fresh set of attempts. */
-  redeliver(id: string, now: number): boolean {
-    return this.s.redeliver.run(now, id).changes === 1;
-  }
-
-  /** When the next pending delivery falls due (or its claim runs out), for the sender's sleep. */
-  nextDueAt(): number | undefined {
-    return (this.s.nextDue.get() as { at: number | null }).at ?? undefined;
+  /** Ids of the account's active webhooks that subscribe to `event`. */
+  private subscribers(accountId: string, event: string): string[] {
+    const rows = this.s.subscribers.all(accountId) as Array<{ id: string; events: string }>;
+    return rows.filter((w) => (JSON.parse(w.events) as string[]).includes(event)).map((w) => w.id);
   }
 }
 

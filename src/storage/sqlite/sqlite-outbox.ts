@@ -1,19 +1,12 @@
-import type { Db } from '../storage/sqlite/open-database.js';
-
-export interface OutboxEvent {
-  /** Becomes the Standard Webhooks `webhook-id` of every delivery of this event. */
-  id: string;
-  event: string;
-  accountId: string;
-  payload: unknown;
-}
+import type { OutboxEvent } from '../records.js';
+import type { Db } from './open-database.js';
 
 /**
- * Events are written here inside the transaction of the state change that causes them, and only
- * there: a crash can then neither lose an event nor announce a change that did not commit. The
- * relay turns them into deliveries later.
+ * Events are written inside the transaction of the state change that causes them, and only there:
+ * a crash can then neither lose an event nor announce a change that did not commit. The relay
+ * (SqliteDeliveries) turns them into deliveries later.
  */
-export class Outbox {
+export class SqliteOutbox {
   private readonly s;
 
   constructor(db: Db) {
@@ -35,9 +28,7 @@ export class Outbox {
    * For frequent events (one per single lookup): written only when some active webhook of the
    * account wants it, so that accounts without webhooks do not grow the outbox.
    */
-  addIfSubscribed(event: OutboxEvent, now: number): boolean {
-    if (!this.s.subscribed.get(event.accountId, event.event)) return false;
-    this.add(event, now);
-    return true;
+  addIfSubscribed(event: OutboxEvent, now: number): void {
+    if (this.s.subscribed.get(event.accountId, event.event)) this.add(event, now);
   }
 }

@@ -1,10 +1,11 @@
-import type { Db } from '../storage/sqlite/open-database.js';
+import type { ResultCachePort } from '../store.js';
+import type { Db } from './open-database.js';
 
 /**
  * Answers shared across accounts. A hit spares a provider call; whether the row is charged is
  * billing's decision alone (the spec: `credits` is what was billed, `cached` a performance signal).
  */
-export class ResultCache {
+export class SqliteResults implements ResultCachePort {
   private readonly select;
   private readonly upsert;
 
@@ -18,7 +19,7 @@ export class ResultCache {
   }
 
   /** Fresh answers (looked up after `since`) for the keys, in one query. */
-  getMany<R>(kind: string, keys: readonly string[], since: number): Map<string, R> {
+  async getMany<R>(kind: string, keys: readonly string[], since: number): Promise<Map<string, R>> {
     const found = new Map<string, R>();
     if (keys.length === 0) return found;
     for (const row of this.select.all(kind, since, JSON.stringify(keys)) as { key: string; result: string }[]) {
@@ -27,8 +28,12 @@ export class ResultCache {
     return found;
   }
 
-  /** Call inside the checkpoint transaction that commits the rows these answers belong to. */
-  put(kind: string, key: string, result: unknown, now: number): void {
+  async put(kind: string, key: string, result: unknown, now: number): Promise<void> {
+    this.putSync(kind, key, result, now);
+  }
+
+  /** For the store's own operations, inside their transaction. */
+  putSync(kind: string, key: string, result: unknown, now: number): void {
     this.upsert.run(kind, key, JSON.stringify(result), now);
   }
 }

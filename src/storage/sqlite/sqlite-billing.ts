@@ -1,0 +1,252 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, ERROR_CODES } from '../../shared/errors.js';
+import { chargeLedgerId, creditLedgerId } from '../ledger-ids.js';
+import type { Account, LedgerEntry } from '../records.js';
+import type { BillingPort, LookupCommit } from '../store.js';
+import type { Db } from './open-database.js';
+import type { SqliteOutbox } from './sqlite-outbox.js';
+import type { SqliteResults } from './sqlite-results.js';
+
+/** What one batch's charges came to, inside the transaction that commits them. */
+export type KeysCharge = { ok: true } | { ok: false; billed: Set<string>[]; balance: number };
+
+/**
+ * Accounts, the append-only ledger, the repeat-free billing cache and credit reservations. The
+ * `*Sync` methods run inside another operation's transaction (a checkpoint, a state change), so
+ * that its charges and reservations commit with it; SQLite's single writer serialises them.
+ */
+export class SqliteBilling implements BillingPort {
+  private readonly stmts;
+  /** Account ids never change their seq, so the mapping can be kept for the process's life. */
+  private readonly seqs = new Map<string, number>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly results: SqliteResults,
+    private readonly outbox: SqliteOutbox,
+  ) {
+    this.stmts = {
+      insertAccount: db.prepare('INSERT INTO accounts (id, email, password_hash, credits, status, created_at) VALUES (?, ?, ?, 0, ?, ?)'),
+      accountSeq: db.prepare('SELECT seq FROM accounts WHERE id = ?'),
+      account: db.prepare('SELECT id, email, credits, status, rate_limit AS rateLimit, created_at AS createdAt FROM accounts WHERE id = ?'),
+      accounts: db.prepare('SELECT id, email, credits, status, rate_limit AS rateLimit, created_at AS createdAt FROM accounts ORDER BY created_at'),
+      byEmail: db.prepare('SELECT id, password_hash AS passwordHash, status FROM accounts WHERE email = ? COLLATE NOCASE'),
+      setStatus: db.prepare('UPDATE accounts SET status = ? WHERE id = ?'),
+      setRateLimit: db.prepare('UPDATE accounts SET rate_limit = ? WHERE id = ?'),
+      addCredits: db.prepare('UPDATE accounts SET credits = credits + ? WHERE id = ?'),
+      spend: db.prepare('UPDATE accounts SET credits = credits - ? WHERE id = ? AND credits >= ?'),
+      insertLedger: db.prepare(
+        'INSERT OR IGNORE INTO ledger (id, account_id, delta, reason, kind, job_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      ledgerForAccount: db.prepare(
+        'SELECT id, account_id AS accountId, delta, reason, kind, job_id AS jobId, created_at AS createdAt FROM ledger WHERE account_id = ? ORDER BY created_at, id',
+      ),
+      chargesForJob: db.prepare("SELECT COALESCE(-SUM(delta), 0) AS n FROM ledger WHERE job_id = ? AND reason = 'charge'"),
+      // One primary-key probe per key given, in their order: a CROSS JOIN keeps SQLite from first
+      // sorting the keys into a temporary index, as `lookup_key IN (SELECT ...)` makes it do.
+      freshBilled: db.prepare(
+        'SELECT b.lookup_key AS key FROM json_each(?) j CROSS JOIN billing_cache b ON b.account_seq = ? AND b.kind = ? AND b.lookup_key = j.value WHERE b.charged_at > ?',
+      ),
+      chargedKeys: db.prepare(
+        'SELECT b.lookup_key AS key FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.account_seq = ? AND l.job_id = ? ORDER BY b.lookup_key',
+      ),
+      upsertBilling: db.prepare(
+        'INSERT INTO billing_cache (account_seq, kind, lookup_key, charged_at, ledger_seq) VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_seq, kind, lookup_key) DO UPDATE SET charged_at = excluded.charged_at, ledger_seq = excluded.ledger_seq',
+      ),
+      reservedByOthers: db.prepare(
+        'SELECT COALESCE(SUM(amount), 0) AS n FROM credit_reservations WHERE account_id = ? AND NOT (job_id = ? AND chunk_index = ?)',
+      ),
+      reservedTotal: db.prepare('SELECT COALESCE(SUM(amount), 0) AS n FROM credit_reservations WHERE account_id = ?'),
+      upsertReservation: db.prepare(
+        'INSERT INTO credit_reservations (job_id, chunk_index, account_id, amount) VALUES (?, ?, ?, ?) ON CONFLICT (job_id, chunk_index) DO UPDATE SET amount = excluded.amount',
+      ),
+      deleteReservation: db.prepare('DELETE FROM credit_reservations WHERE job_id = ? AND chunk_index = ?'),
+      deleteJobReservations: db.prepare('DELETE FROM credit_reservations WHERE job_id = ?'),
+    };
+  }
+
+  async createAccount(input: { id?: string; email?: string | null; passwordHash?: string | null; credits: number; now: number }): Promise<Account> {
+    const id = input.id ?? `acc_${randomUUID()}`;
+    this.db.transaction(() => {
+      if (this.accountSync(id)) throw new AppError(ERROR_CODES.accountExists, `an account with id ${id} exists already`, { statusCode: 409 });
+      if (input.email && this.stmts.byEmail.get(input.email)) {
+        throw new AppError(ERROR_CODES.accountExists, `an account with email ${input.email} exists already`, { statusCode: 409 });
+      }
+      this.stmts.insertAccount.run(id, input.email ?? null, input.passwordHash ?? null, 'active', input.now);
+      if (input.credits > 0) this.addCreditsSync(id, input.credits, 'grant', input.now);
+    }).immediate();
+    return this.requireSync(id);
+  }
+
+  async account(id: string): Promise<Account | undefined> {
+    return this.accountSync(id);
+  }
+
+  async requireAccount(id: string): Promise<Account> {
+    return this.requireSync(id);
+  }
+
+  async credentials(email: string): Promise<{ id: string; passwordHash: string | null; status: string } | undefined> {
+    return this.stmts.byEmail.get(email) as { id: string; passwordHash: string | null; status: string } | undefined;
+  }
+
+  async setStatus(accountId: string, status: Account['status']): Promise<Account> {
+    this.requireSync(accountId);
+    this.stmts.setStatus.run(status, accountId);
+    return this.requireSync(accountId);
+  }
+
+  async setRateLimit(accountId: string, perMinute: number | null): Promise<Account> {
+    this.requireSync(accountId);
+    this.stmts.setRateLimit.run(perMinute, accountId);
+    return this.requireSync(accountId);
+  }
+
+  async accounts(): Promise<Account[]> {
+    return this.stmts.accounts.all() as Account[];
+  }
+
+  async addCredits(accountId: string, amount: number, reason: 'grant' | 'topup', now: number): Promise<Account> {
+    this.db.transaction(() => this.addCreditsSync(accountId, amount, reason, now)).immediate();
+    return this.requireSync(accountId);
+  }
+
+  async ledger(accountId: string): Promise<LedgerEntry[]> {
+    return this.stmts.ledgerForAccount.all(accountId) as LedgerEntry[];
+  }
+
+  async chargeCountForJob(jobId: string): Promise<number> {
+    return (this.stmts.chargesForJob.get(jobId) as { n: number }).n;
+  }
+
+  async chargedKeys(accountId: string, jobId: string): Promise<string[]> {
+    return (this.stmts.chargedKeys.all(this.seq(accountId), jobId) as { key: string }[]).map((r) => r.key);
+  }
+
+  async freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Promise<Set<string>> {
+    return this.freshlyBilledSync(accountId, kind, keys, since);
+  }
+
+  async reserve(accountId: string, jobId: string, chunkIndex: number, wanted: number): Promise<number> {
+    return this.db
+      .transaction(() => {
+        const account = this.requireSync(accountId);
+        const others = (this.stmts.reservedByOthers.get(accountId, jobId, chunkIndex) as { n: number }).n;
+        const granted = Math.max(0, Math.min(wanted, account.credits - others));
+        this.stmts.upsertReservation.run(jobId, chunkIndex, accountId, granted);
+        return granted;
+      })
+      .immediate();
+  }
+
+  async available(accountId: string): Promise<number> {
+    const account = this.requireSync(accountId);
+    return account.credits - (this.stmts.reservedTotal.get(accountId) as { n: number }).n;
+  }
+
+  async commitLookup(input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }> {
+    const { accountId, kind, charge, now } = input;
+    return this.db
+      .transaction((): { ok: true; credits: number } | { ok: false } => {
+        let credits = 0;
+        if (charge.type === 'repeat_free') {
+          const keys = this.freshlyBilledSync(accountId, kind, [charge.key], charge.since).has(charge.key) ? [] : [charge.key];
+          const paid = this.chargeKeysSync({ accountId, jobId: 'single', kinds: [kind], keys: [keys], batchId: charge.batchId, since: charge.since, now });
+          if (!paid.ok) return { ok: false };
+          credits = keys.length;
+        } else if (charge.amount > 0) {
+          if (!Number.isSafeInteger(charge.amount)) throw new AppError(ERROR_CODES.internal, `a call costs a whole number of credits, not ${charge.amount}`);
+          if (this.stmts.spend.run(charge.amount, accountId, charge.amount).changes === 0) return { ok: false };
+          this.stmts.insertLedger.run(chargeLedgerId(accountId, 'call', charge.callId), accountId, -charge.amount, 'charge', kind, null, now);
+          credits = charge.amount;
+        }
+        for (const entry of input.cache) this.results.putSync(entry.kind, entry.key, entry.result, now);
+        if (input.event) this.outbox.addIfSubscribed(input.event(credits), now);
+        return { ok: true, credits };
+      })
+      .immediate();
+  }
+
+  accountSync(id: string): Account | undefined {
+    return this.stmts.account.get(id) as Account | undefined;
+  }
+
+  requireSync(id: string): Account {
+    const account = this.accountSync(id);
+    if (!account) throw new AppError(ERROR_CODES.accountNotFound, `no account ${id}`, { statusCode: 404 });
+    return account;
+  }
+
+  /** Grants and top-ups: one ledger line and the balance change. Inside the caller's transaction. */
+  private addCreditsSync(accountId: string, amount: number, reason: 'grant' | 'topup', now: number): void {
+    if (!Number.isSafeInteger(amount) || amount <= 0) {
+      throw new AppError(ERROR_CODES.badArgument, 'credits to add must be a positive whole number', { statusCode: 400 });
+    }
+    this.requireSync(accountId);
+    this.stmts.insertLedger.run(creditLedgerId(), accountId, amount, reason, null, null, now);
+    this.stmts.addCredits.run(amount, accountId);
+  }
+
+  freshlyBilledSync(accountId: string, kind: string, keys: readonly string[], since: number): Set<string> {
+    if (keys.length === 0) return new Set();
+    const rows = this.stmts.freshBilled.all(JSON.stringify(keys), this.seq(accountId), kind, since) as { key: string }[];
+    return new Set(rows.map((r) => r.key));
+  }
+
+  /**
+   * Charges one credit per key, by kind, inside the caller's transaction: one debit, one ledger line
+   * per kind (its id derived from the batch, and the kind after the first, so a replayed batch
+   * collides on the ledger's unique id and the transaction fails), and a billing row per key. Writes
+   * nothing and says what is true now when a key was billed since `since` or the balance is short.
+   */
+  chargeKeysSync(input: {
+    accountId: string;
+    jobId: string;
+    kinds: readonly string[];
+    keys: readonly (readonly string[])[];
+    batchId: string;
+    since: number;
+    now: number;
+  }): KeysCharge {
+    const { accountId, kinds, keys, now } = input;
+    const total = keys.reduce((n, k) => n + k.length, 0);
+    if (total === 0) return { ok: true };
+    const billed = kinds.map((kind, k) => this.freshlyBilledSync(accountId, kind, keys[k] ?? [], input.since));
+    const balance = this.requireSync(accountId).credits;
+    if (balance < total || billed.some((b) => b.size > 0)) return { ok: false, billed, balance };
+    this.stmts.spend.run(total, accountId, total);
+    const seq = this.seq(accountId);
+    kinds.forEach((kind, k) => {
+      const charged = keys[k] ?? [];
+      if (charged.length === 0) return;
+      const ledgerId = chargeLedgerId(accountId, input.jobId, k === 0 ? input.batchId : `${input.batchId}:${kind}`);
+      const line = this.stmts.insertLedger.run(ledgerId, accountId, -charged.length, 'charge', kind, input.jobId, now);
+      if (line.changes === 0) {
+        throw new AppError(ERROR_CODES.internal, `batch ${input.batchId} of ${input.jobId} was already charged for ${kind}`);
+      }
+      // The line's `seq` (its INTEGER PRIMARY KEY), not its id: billing rows stay small (migration 009).
+      const ledgerSeq = Number(line.lastInsertRowid);
+      for (const key of charged) this.stmts.upsertBilling.run(seq, kind, key, now, ledgerSeq);
+    });
+    return { ok: true };
+  }
+
+  releaseReservationSync(jobId: string, chunkIndex: number): void {
+    this.stmts.deleteReservation.run(jobId, chunkIndex);
+  }
+
+  releaseJobReservationsSync(jobId: string): void {
+    this.stmts.deleteJobReservations.run(jobId);
+  }
+
+  private seq(accountId: string): number {
+    let seq = this.seqs.get(accountId);
+    if (seq === undefined) {
+      const row = this.stmts.accountSeq.get(accountId) as { seq: number } | undefined;
+      if (!row) throw new AppError(ERROR_CODES.accountNotFound, `no account ${accountId}`, { statusCode: 404 });
+      seq = row.seq;
+      this.seqs.set(accountId, seq);
+    }
+    return seq;
+  }
+}

@@ -1,0 +1,45 @@
+import type { Store, StoreHooks } from '../store.js';
+import { openDatabase, type OpenDatabaseOptions } from './open-database.js';
+import { SqliteBilling } from './sqlite-billing.js';
+import { SqliteBreaches } from './sqlite-breaches.js';
+import { SqliteCompanies } from './sqlite-companies.js';
+import { SqliteDeliveries } from './sqlite-deliveries.js';
+import { SqliteIdempotency } from './sqlite-idempotency.js';
+import { SqliteJobs } from './sqlite-jobs.js';
+import { SqliteKeys } from './sqlite-keys.js';
+import { SqliteOutbox } from './sqlite-outbox.js';
+import { SqliteResults } from './sqlite-results.js';
+import { SqliteSessions } from './sqlite-sessions.js';
+import { SqliteWebhooks } from './sqlite-webhooks.js';
+
+/**
+ * The embedded store: one SQLite file (WAL) that every process on a data dir shares. Its
+ * operations are synchronous better-sqlite3 transactions behind the port's promises; SQLite's one
+ * writer at a time (`BEGIN IMMEDIATE`, `busy_timeout`) is what serialises them across processes.
+ */
+export function openSqliteStore(file: string, options: OpenDatabaseOptions, hooks: StoreHooks): Store {
+  const db = openDatabase(file, options);
+  const results = new SqliteResults(db);
+  const outbox = new SqliteOutbox(db);
+  const billing = new SqliteBilling(db, results, outbox);
+  const ping = db.prepare('SELECT 1');
+  return {
+    kind: 'sqlite',
+    jobs: new SqliteJobs(db, billing, results, outbox, hooks),
+    billing,
+    results,
+    keys: new SqliteKeys(db),
+    sessions: new SqliteSessions(db),
+    idempotency: new SqliteIdempotency(db),
+    webhooks: new SqliteWebhooks(db),
+    deliveries: new SqliteDeliveries(db),
+    breaches: new SqliteBreaches(db),
+    companies: new SqliteCompanies(db),
+    async ping() {
+      ping.get();
+    },
+    async close() {
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import type { NewWebhookRow, WebhookRow } from '../records.js';
+import type { WebhooksPort } from '../store.js';
+import type { Db } from './open-database.js';
+
+type Row = Omit<WebhookRow, 'events' | 'isActive'> & { events: string; isActive: number };
+
+const COLUMNS = `id, account_id AS accountId, kind, url, events, description, is_active AS isActive,
+  telegram_chat AS telegramChat, created_at AS createdAt, updated_at AS updatedAt`;
+
+/** Webhook rows; a deleted webhook keeps its row (for its delivery history) but is never read. */
+export class SqliteWebhooks implements WebhooksPort {
+  private readonly s;
+
+  constructor(db: Db) {
+    this.s = {
+      insert: db.prepare(`INSERT INTO webhooks (id, account_id, kind, url, events, description, is_active, secret_sealed,
+        telegram_chat, telegram_token_sealed, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      get: db.prepare(`SELECT ${COLUMNS} FROM webhooks WHERE id = ? AND deleted_at IS NULL`),
+      list: db.prepare(`SELECT ${COLUMNS} FROM webhooks WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at, id LIMIT ? OFFSET ?`),
+      count: db.prepare('SELECT count(*) AS n FROM webhooks WHERE account_id = ? AND deleted_at IS NULL'),
+      active: db.prepare(`SELECT ${COLUMNS} FROM webhooks WHERE account_id = ? AND deleted_at IS NULL AND is_active = 1`),
+      secrets: db.prepare('SELECT secret_sealed AS secret, telegram_token_sealed AS token FROM webhooks WHERE id = ?'),
+      update: db.prepare('UPDATE webhooks SET url = ?, events = ?, description = ?, is_active = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL'),
+      remove: db.prepare('UPDATE webhooks SET deleted_at = ?, is_active = 0 WHERE id = ? AND deleted_at IS NULL'),
+    };
+  }
+
+  async insert(row: NewWebhookRow): Promise<void> {
+    this.s.insert.run(
+      row.id,
+      row.accountId,
+      row.kind,
+      row.url,
+      JSON.stringify(row.events),
+      row.description,
+      row.isActive ? 1 : 0,
+      row.secretSealed,
+      row.telegramChat,
+      row.telegramTokenSealed,
+      row.now,
+      row.now,
+    );
+  }
+
+  async get(id: string): Promise<WebhookRow | undefined> {
+    const row = this.s.get.get(id) as Row | undefined;
+    return row && fromRow(row);
+  }
+
+  async list(accountId: string, limit: number, offset: number): Promise<{ webhooks: WebhookRow[]; total: number }> {
+    const rows = this.s.list.all(accountId, limit, offset) as Row[];
+    return { webhooks: rows.map(fromRow), total: (this.s.count.get(accountId) as { n: number }).n };
+  }
+
+  async active(accountId: string): Promise<WebhookRow[]> {
+    return (this.s.active.all(accountId) as Row[]).map(fromRow);
+  }
+
+  async update(id: string, row: { url: string; events: string[]; description: string; isActive: boolean }, now: number): Promise<boolean> {
+    return this.s.update.run(row.url, JSON.stringify(row.events), row.description, row.isActive ? 1 : 0, now, id).changes === 1;
+  }
+
+  async remove(id: string, now: number): Promise<boolean> {
+    return this.s.remove.run(now, id).changes === 1;
+  }
+
+  async sealedSecrets(id: string): Promise<{ secret: string | null; token: string | null } | undefined> {
+    return this.s.secrets.get(id) as { secret: string | null; token: string | null } | undefined;
+  }
+}
+
+function fromRow(row: Row): WebhookRow {
+  return { ...row, events: JSON.parse(row.events) as string[], isActive: row.isActive === 1 };
+}

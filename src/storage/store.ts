@@ -1,0 +1,350 @@
+import type { JobStatus } from './job-states.js';
+import type { BatchOutput, ChunkRecord, JobOptions, JobRecord, Lease, RowCounters, StoredOutput } from './job-records.js';
+import type {
+  Account,
+  ApiKeyRow,
+  AttemptRecord,
+  BreachRecord,
+  BreachRow,
+  CompanyRecord,
+  CompanyRow,
+  CompanyWrite,
+  Delivery,
+  IdempotencyClaim,
+  LedgerEntry,
+  NewWebhookRow,
+  OutboxEvent,
+  WebhookRow,
+} from './records.js';
+
+/**
+ * The one port to Sluice's database. Every method is one atomic operation: what must happen
+ * together (a checkpoint's rows, charges, cache writes and cursor; a state change, its released
+ * reservations and its outbox event) is one call, and the adapter decides how it is atomic. No
+ * driver, connection or transaction type crosses this line.
+ *
+ * Isolation, per operation, is written beside it. "Atomic" means all of its writes commit or none
+ * do. "Serialised" means it behaves as if no other write of the store ran during it: SQLite gets
+ * that from its single writer (`BEGIN IMMEDIATE`); PostgreSQL from row locks taken at the start
+ * (`SELECT ... FOR UPDATE`, conditional `UPDATE`s whose `WHERE` re-checks the state) at READ
+ * COMMITTED, with serialization failures and deadlocks retried. A "fenced" write carries the
+ * lease epoch (and where it matters the cursor) in its `WHERE`, so a worker that lost its lease
+ * changes nothing, whatever the isolation.
+ */
+export interface Store {
+  /** Which adapter this is: `sqlite` or `postgres`. */
+  readonly kind: StoreKind;
+  readonly jobs: JobsPort;
+  readonly billing: BillingPort;
+  readonly results: ResultCachePort;
+  readonly keys: KeysPort;
+  readonly sessions: SessionsPort;
+  readonly idempotency: IdempotencyPort;
+  readonly webhooks: WebhooksPort;
+  readonly deliveries: DeliveriesPort;
+  readonly breaches: BreachesPort;
+  readonly companies: CompaniesPort;
+  /** Resolves when the database answers: what `/readyz` reports. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const STORE_KINDS = { sqlite: 'sqlite', postgres: 'postgres' } as const;
+export type StoreKind = (typeof STORE_KINDS)[keyof typeof STORE_KINDS];
+
+/** What the store needs from the layers above it, passed in by the composition root. */
+export interface StoreHooks {
+  /** `bulk.completed` for a job that has just reached a terminal state, as stored after the change. */
+  jobEnded(job: JobRecord, now: number): OutboxEvent;
+}
+
+export interface NewJob {
+  id: string;
+  accountId: string;
+  type: string;
+  inputKey: string;
+  inputName: string | null;
+  options: JobOptions;
+  now: number;
+}
+
+export interface SplitResult {
+  header: string[];
+  keyColumn: number;
+  totalRows: number;
+  chunks: { firstRow: number; rowCount: number }[];
+}
+
+export interface TransitionInput {
+  reason?: string | null;
+  message?: string | null;
+  now: number;
+}
+
+/**
+ * One checkpoint: everything a batch of rows changes. `rows` may be 0 (nothing answered that the
+ * balance could pay for): the reservation is still released and a pause still recorded.
+ */
+export interface BatchCommit {
+  jobId: string;
+  accountId: string;
+  chunkIndex: number;
+  lease: Lease;
+  /** The chunk cursor the batch started from; the commit is refused if it moved. */
+  cursor: number;
+  /** Rows committed, from `cursor` on. */
+  rows: number;
+  output: BatchOutput;
+  counters: RowCounters;
+  /** What the batch pays for: one credit per key, by kind (index into `kinds`). */
+  charges: {
+    kinds: readonly string[];
+    keys: readonly (readonly string[])[];
+    /** Unique within the job; the ledger line ids are derived from it, so a replay collides. */
+    batchId: string;
+    /** Keys billed after this are repeats, and must not be in `keys`. */
+    since: number;
+  };
+  /** Answers for the shared result cache. */
+  cache: readonly { kind: string; key: string; result: unknown }[];
+  /** Set when the batch added error rows: past the budget the job fails with this message. */
+  errorBudget?: { maxErrorRate: number; message: string };
+  /** The balance ran out before the batch's last row: the job pauses with insufficient_credits. */
+  outOfCredits: boolean;
+  now: number;
+}
+
+export type BatchCommitResult =
+  | { ok: true; paused: boolean; failed: boolean }
+  /**
+   * Nothing was written: some keys were billed meanwhile (by another chunk or job) or the balance
+   * cannot cover the charges. The caller plans again with what is true now.
+   */
+  | { ok: false; billed: Set<string>[]; balance: number };
+
+export type LookupCharge =
+  /** Repeat-free: free when the account paid for the key after `since`, else 1 credit. */
+  | { type: 'repeat_free'; key: string; since: number; batchId: string }
+  /** A price per call, outside the window; 0 charges nothing. */
+  | { type: 'flat'; amount: number; callId: string };
+
+export interface LookupCommit {
+  accountId: string;
+  kind: string;
+  charge: LookupCharge;
+  cache: readonly { kind: string; key: string; result: unknown }[];
+  /** Written to the outbox only when an active webhook of the account subscribes to its event. */
+  event?: (credits: number) => OutboxEvent;
+  now: number;
+}
+
+export interface JobsPort {
+  /** A queued job in its split phase. Atomic (one insert). */
+  create(input: NewJob): Promise<JobRecord>;
+  get(id: string): Promise<JobRecord | undefined>;
+  /** As `get`, or `job_not_found` (404). */
+  require(id: string): Promise<JobRecord>;
+  status(id: string): Promise<JobStatus | undefined>;
+  list(filter: { accountId?: string; status?: JobStatus; limit: number; offset: number }): Promise<{ jobs: JobRecord[]; total: number }>;
+  chunks(jobId: string): Promise<ChunkRecord[]>;
+  chunk(jobId: string, chunkIndex: number): Promise<ChunkRecord | undefined>;
+
+  /**
+   * Leases the oldest job that needs splitting (at most `maxRunningPerAccount` running per account)
+   * or assembling, whose lease is free: epoch + 1. Serialised: two claimers never take one job.
+   */
+  acquireJobPhase(owner: string, now: number, leaseMs: number, maxRunningPerAccount?: number): Promise<{ job: JobRecord; lease: Lease } | undefined>;
+  /** Fenced by epoch and owner; false when the lease is lost. */
+  renewJobLease(jobId: string, lease: Lease, expiresAt: number): Promise<boolean>;
+  /** Fenced by epoch. */
+  releaseJobLease(jobId: string, lease: Lease): Promise<void>;
+  /**
+   * Leases the next pending chunk of a running job, the accounts with the fewest chunks in work
+   * first (fair share). Serialised like `acquireJobPhase`.
+   */
+  acquireChunk(owner: string, now: number, leaseMs: number): Promise<{ chunk: ChunkRecord; lease: Lease } | undefined>;
+  renewChunkLease(jobId: string, chunkIndex: number, lease: Lease, expiresAt: number): Promise<boolean>;
+  releaseChunkLease(jobId: string, chunkIndex: number, lease: Lease): Promise<void>;
+  /**
+   * Whether another account has free work waiting while none of it is in work. A read; a stale
+   * answer only hands a slot over one batch early or late.
+   */
+  otherAccountStarved(accountId: string, now: number, maxRunningPerAccount?: number): Promise<boolean>;
+  /**
+   * Counts a retryable failure of leased work and keeps the lease until `retryAt`. Fenced; returns
+   * the failures in a row (0 when the lease was lost).
+   */
+  recordFailure(target: { jobId: string; chunkIndex?: number }, lease: Lease, retryAt: number): Promise<number>;
+  /** A phase finished: its earlier failures no longer count. */
+  clearPhaseFailures(jobId: string): Promise<void>;
+  /** Owners of leases that have not run out. A read. */
+  liveLeaseOwners(now: number): Promise<string[]>;
+  /** Frees every lease of `owner`, keeping epochs so its late commits stay fenced. Atomic. */
+  freeLeasesOf(owner: string): Promise<number>;
+
+  /** The chunks and the move to processing, fenced by the split's lease. Atomic. */
+  finishSplit(jobId: string, lease: Lease, split: SplitResult, now: number): Promise<void>;
+  /**
+   * One checkpoint (see BatchCommit), fenced by epoch, owner and cursor (`lease_lost` otherwise,
+   * with nothing written). Serialised against other charges of the account: the balance check, the
+   * repeat-free check and the debit see no concurrent change, so two jobs racing for one key charge
+   * it once and the balance never goes below 0.
+   */
+  commitBatch(input: BatchCommit): Promise<BatchCommitResult>;
+  /** The chunk's committed outputs in row order, one batch at a time. */
+  outputs(jobId: string, chunkIndex: number): AsyncIterable<StoredOutput>;
+  /**
+   * Marks a fully committed chunk done (fenced), drops its outputs, keeps its row flags when some
+   * row failed; starts its retry pass if one was asked for, else moves the job to assembly after its
+   * last chunk. Serialised, so two chunks finishing together move the job on once.
+   */
+  completeChunk(jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number): Promise<void>;
+  /**
+   * The provider is down: the chunk's reservation is released and, if the job still runs, it
+   * pauses with provider_unavailable and its reservations go. Atomic.
+   */
+  pauseForProvider(jobId: string, chunkIndex: number, message: string, now: number): Promise<void>;
+  /** Completes the job (fenced by the assembly's lease) and queues its end event. Atomic. */
+  complete(jobId: string, lease: Lease, keys: { allKey: string; foundKey: string; errorsKey: string }, now: number): Promise<void>;
+  /**
+   * Moves a job if the move is allowed from the status read in the same operation (serialised on
+   * the job's row). Leaving `running` releases the job's reservations; a terminal status queues its
+   * end event. `invalid_state` (409) when not allowed.
+   */
+  transition(jobId: string, to: JobStatus, input: TransitionInput): Promise<JobRecord>;
+  /** As `transition`, only from `from`; undefined (nothing changed) when the job is elsewhere. */
+  transitionFrom(from: JobStatus, jobId: string, to: JobStatus, input: TransitionInput): Promise<JobRecord | undefined>;
+  /** A paused or failed job runs again with clean failure counts. Serialised on the job's row. */
+  resume(jobId: string, now: number): Promise<JobRecord>;
+  /** A finished job's failed rows go back to work; returns how many. Serialised on the job's row. */
+  retryFailed(jobId: string, now: number): Promise<number>;
+  /** Jobs paused for `reason` since at least `before`. A read. */
+  pausedSince(reason: string, before: number): Promise<string[]>;
+}
+
+export interface BillingPort {
+  /** `account_exists` (409) for a taken id or email. Atomic, with the opening grant. */
+  createAccount(input: { id?: string; email?: string | null; passwordHash?: string | null; credits: number; now: number }): Promise<Account>;
+  account(id: string): Promise<Account | undefined>;
+  /** As `account`, or `account_not_found` (404). */
+  requireAccount(id: string): Promise<Account>;
+  /** For login: the account with this email (any case) and its password hash. */
+  credentials(email: string): Promise<{ id: string; passwordHash: string | null; status: string } | undefined>;
+  setStatus(accountId: string, status: Account['status']): Promise<Account>;
+  setRateLimit(accountId: string, perMinute: number | null): Promise<Account>;
+  accounts(): Promise<Account[]>;
+  /** Grants and top-ups: one ledger line and the balance change. Atomic. */
+  addCredits(accountId: string, amount: number, reason: 'grant' | 'topup', now: number): Promise<Account>;
+  ledger(accountId: string): Promise<LedgerEntry[]>;
+  /** Credits charged by a job, from its ledger lines. */
+  chargeCountForJob(jobId: string): Promise<number>;
+  /** The keys a job paid for (those whose last charge was the job's), sorted. */
+  chargedKeys(accountId: string, jobId: string): Promise<string[]>;
+  /** Keys this account paid for after `since`. A read; `commitBatch` checks again. */
+  freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Promise<Set<string>>;
+  /**
+   * Sets the chunk's reservation to as much of `wanted` as the balance covers beside every other
+   * reservation of the account, and returns it. Serialised against the account's other reservations.
+   */
+  reserve(accountId: string, jobId: string, chunkIndex: number, wanted: number): Promise<number>;
+  /** Balance not set aside by running chunks. A read. */
+  available(accountId: string): Promise<number>;
+  /**
+   * One single lookup's charge, its cache writes and its event. Serialised like `commitBatch`.
+   * `ok: false` (nothing written) when the balance cannot pay.
+   */
+  commitLookup(input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }>;
+}
+
+export interface ResultCachePort {
+  /** Answers looked up after `since`. A read. */
+  getMany<R>(kind: string, keys: readonly string[], since: number): Promise<Map<string, R>>;
+  put(kind: string, key: string, result: unknown, now: number): Promise<void>;
+}
+
+export interface KeysPort {
+  insert(row: Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt'> & { now: number }): Promise<void>;
+  /** With the owning account's status, in one read. */
+  byHash(keyHash: string): Promise<(ApiKeyRow & { accountStatus: string | null }) | undefined>;
+  byId(id: string): Promise<ApiKeyRow | undefined>;
+  list(accountId: string): Promise<ApiKeyRow[]>;
+  /** False for a revoked or unknown key. */
+  setActive(id: string, active: boolean): Promise<boolean>;
+  revoke(id: string, now: number): Promise<boolean>;
+  /** Drops the sealed copy once the reveal window is over. */
+  forgetSealed(id: string): Promise<void>;
+}
+
+export interface SessionsPort {
+  /** Also purges expired sessions. */
+  create(tokenHash: string, accountId: string, expiresAt: number, now: number): Promise<void>;
+  get(tokenHash: string): Promise<{ accountId: string; expiresAt: number } | undefined>;
+}
+
+export interface IdempotencyPort {
+  /**
+   * Claims (account, key) for one request. A claim older than `staleMs` with no job is taken over;
+   * keys older than `keepMs` are forgotten. Serialised: two requests never both get `new`.
+   */
+  claim(accountId: string, key: string, now: number, staleMs: number, keepMs: number): Promise<IdempotencyClaim>;
+  finish(accountId: string, key: string, fingerprint: string, jobId: string): Promise<void>;
+  release(accountId: string, key: string): Promise<void>;
+}
+
+export interface WebhooksPort {
+  insert(row: NewWebhookRow): Promise<void>;
+  /** Not deleted. */
+  get(id: string): Promise<WebhookRow | undefined>;
+  list(accountId: string, limit: number, offset: number): Promise<{ webhooks: WebhookRow[]; total: number }>;
+  /** Active, not deleted. */
+  active(accountId: string): Promise<WebhookRow[]>;
+  update(id: string, row: { url: string; events: string[]; description: string; isActive: boolean }, now: number): Promise<boolean>;
+  /** Soft delete; false when already gone. */
+  remove(id: string, now: number): Promise<boolean>;
+  sealedSecrets(id: string): Promise<{ secret: string | null; token: string | null } | undefined>;
+}
+
+export interface DeliveriesPort {
+  /**
+   * Turns unsent outbox events into one pending delivery per active webhook subscribed now, and
+   * marks them sent. Atomic and serialised: no event is relayed twice or lost.
+   */
+  relayOutbox(now: number, limit?: number): Promise<number>;
+  /** Claims due deliveries for `leaseMs`. Serialised: no two senders claim one delivery. */
+  claimDue(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]>;
+  /** Fenced by the claim's owner; false when the claim was lost. */
+  recordAttempt(id: string, owner: string, attempt: AttemptRecord): Promise<boolean>;
+  recordTest(webhookId: string, messageId: string, attempt: AttemptRecord): Promise<Delivery>;
+  get(id: string): Promise<Delivery | undefined>;
+  /** The most recent first. */
+  list(webhookId: string, limit: number): Promise<Delivery[]>;
+  /** A failed delivery goes out again with a fresh set of attempts. */
+  redeliver(id: string, now: number): Promise<boolean>;
+  /** When the next pending delivery falls due or its claim runs out. */
+  nextDueAt(): Promise<number | undefined>;
+}
+
+export interface BreachesPort {
+  /** Each number's records, by date (undated last), then breach name: a fixed order. */
+  records(phones: readonly string[]): Promise<Map<string, BreachRecord[]>>;
+  /** New (phone, breach) pairs, and the cached answers of their numbers forgotten. Atomic. */
+  add(rows: readonly BreachRow[]): Promise<number>;
+}
+
+export const COMPANY_KEYS = { domain: 'domain', name: 'name_key', core: 'core_key' } as const;
+export type CompanyKey = (typeof COMPANY_KEYS)[keyof typeof COMPANY_KEYS];
+
+export interface CompaniesPort {
+  /** Companies whose column equals one of `values`, grouped by it, larger companies first, then id. */
+  byKey(column: CompanyKey, values: readonly string[]): Promise<Map<string, CompanyRow[]>>;
+  /** Companies with every word of `core`, the last also as a prefix, best ranked first. */
+  byWords(core: string, limit: number): Promise<CompanyRow[]>;
+  /**
+   * Candidates for a misspelt `core` (its first characters, as given), each with its core key;
+   * the caller scores them. A superset of the near spellings, within the adapter's search limits.
+   */
+  spellingCandidates(core: string): Promise<(CompanyRow & { k: string })[]>;
+  /** One batch; a write also forgets the cached company answers. Atomic. */
+  upsert(records: readonly CompanyRecord[]): Promise<CompanyWrite>;
+}
+
