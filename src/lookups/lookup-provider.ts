@@ -1,6 +1,8 @@
 /**
  * A lookup service seen by the engine: it takes a batch of normalised keys and answers each one.
  * It never throws for a single key's failure; it says per key whether trying again could help.
+ * A provider makes one attempt per call: trying again is `lookupBatch`'s decision alone, so that
+ * attempts never multiply through nested retry loops.
  */
 export interface LookupProvider<R = unknown> {
   readonly kind: string;
@@ -19,4 +21,5 @@ export interface LookupProvider<R = unknown> {
 
 export type LookupOutcome<R> =
   | { ok: true; result: R }
-  | { ok: false; retryable: boolean; code: string; message: string };
+  /** `retryAfterMs`: the service asked to be tried again no sooner than this (Retry-After). */
+  | { ok: false; retryable: boolean; code: string; message: string; retryAfterMs?: number };

@@ -6,6 +6,9 @@ import { EmbeddedGenderEngine, type GenderResult } from '../gender/embedded-gend
 import { CircuitBreaker } from './circuit-breaker.js';
 import { startProviderSimulator, type ProviderSimulator, type SimulatorOptions } from './provider-simulator.js';
 import { parseRetryAfter } from '../../shared/retry-after.js';
+import { lookupBatch } from '../../jobs/lookup-batch.js';
+import { Limiters } from '../limiters.js';
+import type { LookupOutcome } from '../lookup-provider.js';
 import { RemoteLookupProvider, type RemoteProviderOptions } from './remote-provider.js';
 
 const KEYS = ['mary.smith@example.com', 'john@example.org', 'andrea.rossi@example.it', 'xyz123@example.com', 'info@example.com'];
@@ -24,7 +27,7 @@ afterEach(async () => {
 async function setup(sim: Partial<SimulatorOptions> = {}, options: Partial<RemoteProviderOptions> = {}) {
   const simulator = await startProviderSimulator({ latencyMs: 5, ...sim });
   closers.push(() => simulator.close());
-  const provider = new RemoteLookupProvider<GenderResult>({ kind: 'gender', baseUrl: simulator.url, timeoutMs: 5_000, connections: 4, backoffMs: 1, ...options });
+  const provider = new RemoteLookupProvider<GenderResult>({ kind: 'gender', baseUrl: simulator.url, timeoutMs: 5_000, connections: 4, ...options });
   closers.push(() => provider.close());
   return { simulator, provider };
 }
@@ -35,6 +38,12 @@ async function embedded(keys: readonly string[]) {
 
 function everyKey(code: string, retryable: boolean, keys = KEYS) {
   return keys.map(() => expect.objectContaining({ ok: false, code, retryable }));
+}
+
+/** The provider through the engine's one retry layer, answers in key order. */
+async function withRetries(provider: RemoteLookupProvider<GenderResult>, options: { attempts?: number; maxRetryAfterMs?: number } = {}): Promise<LookupOutcome<unknown>[]> {
+  const answers = await lookupBatch(KEYS, { accountId: 'a', provider, limiters: new Limiters(10, 10), backoffMs: 1, ...options });
+  return KEYS.map((key) => answers.get(key)!);
 }
 
 async function timed<T>(work: Promise<T>): Promise<{ value: T; ms: number }> {
@@ -77,51 +86,59 @@ describe('RemoteLookupProvider against the provider simulator', () => {
     expect(await phone.lookup(['+14155550100'])).toEqual(everyKey('lookup_rejected', false, ['+14155550100']));
   });
 
-  it('when the service answers 429 with Retry-After, waits that long and then answers ok', async () => {
+  it('when the service answers 429 with Retry-After, the retry waits that long and then answers ok', async () => {
     const { simulator, provider } = await setup({ rateLimitEvery: 2, retryAfterSeconds: 1 });
     await provider.lookup(KEYS); // request 1 passes; request 2 is the one rate limited
-    const { value, ms } = await timed(provider.lookup(KEYS));
+    const { value, ms } = await timed(withRetries(provider));
     expect(value).toEqual(await embedded(KEYS));
     expect(simulator.stats.byStatus).toEqual({ 200: 2, 429: 1 });
     expect(ms).toBeGreaterThanOrEqual(990);
     expect(ms).toBeLessThan(2_500);
   });
 
-  it('cuts a Retry-After longer than maxRetryAfterMs to that cap', async () => {
-    const { provider } = await setup({ rateLimitEvery: 2, retryAfterSeconds: 60 }, { maxRetryAfterMs: 50 });
+  it('passes the Retry-After on with the failure, and the retry cuts one longer than maxRetryAfterMs to that cap', async () => {
+    const { provider } = await setup({ rateLimitEvery: 2, retryAfterSeconds: 60 });
     await provider.lookup(KEYS);
-    const { value, ms } = await timed(provider.lookup(KEYS));
+    expect((await provider.lookup(KEYS))[0]).toMatchObject({ ok: false, retryable: true, retryAfterMs: 60_000 });
+    await provider.lookup(KEYS);
+    const { value, ms } = await timed(withRetries(provider, { maxRetryAfterMs: 50 }));
     expect(value).toEqual(await embedded(KEYS));
     expect(ms).toBeLessThan(1_000);
   });
 
-  it('when the service answers 502, retries and a later success answers ok', async () => {
+  it('when the service answers 502, the retry asks again and a later success answers ok', async () => {
     // With seed 7 the PRNG draws 0.01, 0.06, 0.98: two 502s, then an answer.
     const { simulator, provider } = await setup({ errorRate: 0.5, seed: 7 });
-    expect(await provider.lookup(KEYS)).toEqual(await embedded(KEYS));
+    expect(await withRetries(provider)).toEqual(await embedded(KEYS));
     expect(simulator.stats.byStatus).toEqual({ 502: 2, 200: 1 });
   });
 
-  it('when every try answers 502, every key is a retryable lookup_failed after `retries` requests', async () => {
-    const { simulator, provider } = await setup({ errorRate: 1 }, { retries: 3 });
+  it('makes one request per call and leaves trying again to its caller', async () => {
+    const { simulator, provider } = await setup({ errorRate: 1 });
     expect(await provider.lookup(KEYS)).toEqual(everyKey('lookup_failed', true));
+    expect(simulator.stats.requests).toBe(1);
+  });
+
+  it('when every try answers 502, every key is a retryable lookup_failed after `attempts` requests, not attempts times more', async () => {
+    const { simulator, provider } = await setup({ errorRate: 1 });
+    expect(await withRetries(provider, { attempts: 3 })).toEqual(everyKey('lookup_failed', true));
     expect(simulator.stats.requests).toBe(3);
   });
 
   it('when the service is down (503), every key is a retryable provider_unavailable', async () => {
-    const { simulator, provider } = await setup({ down: true }, { retries: 2 });
-    expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true));
+    const { simulator, provider } = await setup({ down: true });
+    expect(await withRetries(provider, { attempts: 2 })).toEqual(everyKey('provider_unavailable', true));
     expect(simulator.stats.byStatus).toEqual({ 503: 2 });
   });
 
   it('opens the breaker after the threshold, sends nothing while it is open, and closes it on a successful half-open trial', async () => {
     const clock = new FakeClock();
     const breaker = new CircuitBreaker({ failureThreshold: 5, openMs: 1_000, clock });
-    const { simulator, provider } = await setup({ down: true }, { retries: 3, breaker });
+    const { simulator, provider } = await setup({ down: true }, { breaker });
 
-    expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true)); // 3 requests
+    for (let i = 0; i < 4; i++) expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true));
     expect(breaker.state()).toBe('closed');
-    expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true)); // 2 more, then open
+    expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true)); // the fifth failure opens it
     expect(breaker.state()).toBe('open');
     expect(simulator.stats.requests).toBe(5);
 
@@ -140,8 +157,8 @@ describe('RemoteLookupProvider against the provider simulator', () => {
   it('when the half-open trial finds the service still down, opens again after that one request', async () => {
     const clock = new FakeClock();
     const breaker = new CircuitBreaker({ failureThreshold: 1, openMs: 1_000, clock });
-    const { simulator, provider } = await setup({ down: true }, { retries: 3, breaker });
-    expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true));
+    const { simulator, provider } = await setup({ down: true }, { breaker });
+    expect(await withRetries(provider, { attempts: 3 })).toEqual(everyKey('provider_unavailable', true));
     expect(simulator.stats.requests).toBe(1);
     clock.advance(1_000);
     expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true));
@@ -150,8 +167,8 @@ describe('RemoteLookupProvider against the provider simulator', () => {
   });
 
   it('when the service is slower than timeoutMs, every key is a retryable lookup_failed without waiting for it', async () => {
-    const { simulator, provider } = await setup({ latencyMs: 5_000 }, { timeoutMs: 100, retries: 2 });
-    const { value, ms } = await timed(provider.lookup(KEYS));
+    const { simulator, provider } = await setup({ latencyMs: 5_000 }, { timeoutMs: 100 });
+    const { value, ms } = await timed(withRetries(provider, { attempts: 2 }));
     expect(value).toEqual(everyKey('lookup_failed', true));
     expect(value[0]).toMatchObject({ message: expect.stringContaining('no answer within 100 ms') });
     // Not exactly 2: on a loaded machine the second try can time out before the server has read it.
@@ -195,7 +212,7 @@ describe('RemoteLookupProvider reading 200 answers', () => {
       res.writeHead(200, { 'content-type': 'application/json' }).end(body);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const provider = new RemoteLookupProvider({ kind: 'gender', baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs: 2_000, connections: 1, retries: 2, backoffMs: 1 });
+    const provider = new RemoteLookupProvider({ kind: 'gender', baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs: 2_000, connections: 1 });
     closers.push(async () => {
       await provider.close();
       server.closeAllConnections();
@@ -209,10 +226,10 @@ describe('RemoteLookupProvider reading 200 answers', () => {
     ['no results array', '{"answers":[]}'],
     ['fewer results than keys', '{"results":[{"ok":true,"result":{}}]}'],
     ['a result that is neither ok nor a failure', '{"results":[{"ok":true,"result":{}},{"ok":"maybe"}]}'],
-  ])('treats %s as a retryable lookup_failed for every key, tried again', async (_name, body) => {
+  ])('treats %s as a retryable lookup_failed for every key', async (_name, body) => {
     const { provider, requests } = await serving(body);
     expect(await provider.lookup(['a@x.com', 'b@x.com'])).toEqual(everyKey('lookup_failed', true, ['a@x.com', 'b@x.com']));
-    expect(requests()).toBe(2);
+    expect(requests()).toBe(1);
   });
 
   it("passes the service's own per-key failures through as they are", async () => {

@@ -11,13 +11,12 @@
  *   200 { "results": [ { "ok": true, "result": {...} }
  *                    | { "ok": false, "code": "...", "retryable": bool, "message": "..." } ] }
  *       one entry per key, in key order
- *   429, 5xx          try again later; Retry-After (seconds or an HTTP date) is honoured
+ *   429, 5xx          try again later; Retry-After (seconds or an HTTP date) is passed on
  *   other 4xx         the request itself is refused; trying again cannot help
  */
 import { Pool } from 'undici';
 import { AppError, ERROR_CODES, systemCodeOf, toAppError } from '../../shared/errors.js';
 import { parseRetryAfter } from '../../shared/retry-after.js';
-import { sleep } from '../../shared/sleep.js';
 import type { LookupOutcome, LookupProvider } from '../lookup-provider.js';
 import { BREAKER_STATES, CircuitBreaker } from './circuit-breaker.js';
 
@@ -39,12 +38,6 @@ export interface RemoteProviderOptions {
   /** Keep-alive connections to the service; also the most requests in flight at once. */
   connections: number;
   maxBatch?: number;
-  /** HTTP requests per `lookup()` call in all, the first included. */
-  retries?: number;
-  /** First pause between tries, doubled each time and jittered. */
-  backoffMs?: number;
-  /** A Retry-After longer than this is cut to it. */
-  maxRetryAfterMs?: number;
   /** Shared by every call; a default one (5 failures, 5 s open) when not given. */
   breaker?: CircuitBreaker;
 }
@@ -57,9 +50,10 @@ type Attempt<R> =
 
 /**
  * Sends each batch as one request through a keep-alive undici Pool. 429, 5xx, network errors,
- * time-outs and malformed answers are tried again inside the call; what still fails comes back as
- * retryable outcomes (`provider_unavailable` when the service says 503 or the breaker is open, so
- * that the engine pauses the job instead of failing its rows). Never throws.
+ * time-outs and malformed answers come back as retryable outcomes, with the service's Retry-After
+ * (`provider_unavailable` when the service says 503 or the breaker is open, so that the engine
+ * pauses the job instead of failing its rows); `lookupBatch` decides whether to try again. Never
+ * throws.
  */
 export class RemoteLookupProvider<R = unknown> implements LookupProvider<R> {
   readonly kind: string;
@@ -70,9 +64,6 @@ export class RemoteLookupProvider<R = unknown> implements LookupProvider<R> {
   private readonly path: string;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
-  private readonly retries: number;
-  private readonly backoffMs: number;
-  private readonly maxRetryAfterMs: number;
 
   constructor(options: RemoteProviderOptions) {
     let url: URL;
@@ -84,7 +75,7 @@ export class RemoteLookupProvider<R = unknown> implements LookupProvider<R> {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new AppError(ERROR_CODES.badConfig, `lookup provider base URL must be http or https: ${url.origin}`);
     }
-    for (const [key, value, min] of [['timeoutMs', options.timeoutMs, 1], ['connections', options.connections, 1], ['maxBatch', options.maxBatch, 1], ['retries', options.retries, 1]] as const) {
+    for (const [key, value, min] of [['timeoutMs', options.timeoutMs, 1], ['connections', options.connections, 1], ['maxBatch', options.maxBatch, 1]] as const) {
       if (value !== undefined && !(Number.isInteger(value) && value >= min)) throw new AppError(ERROR_CODES.badConfig, `lookup provider ${key} must be an integer >= ${min}`);
     }
     this.kind = options.kind;
@@ -99,43 +90,33 @@ export class RemoteLookupProvider<R = unknown> implements LookupProvider<R> {
       ...(options.authHeader === undefined ? {} : { authorization: options.authHeader }),
     };
     this.timeoutMs = options.timeoutMs;
-    this.retries = options.retries ?? 3;
-    this.backoffMs = options.backoffMs ?? 100;
-    this.maxRetryAfterMs = options.maxRetryAfterMs ?? 30_000;
   }
 
   async lookup(keys: readonly string[], signal?: AbortSignal): Promise<LookupOutcome<R>[]> {
     if (keys.length === 0) return [];
-    const body = JSON.stringify({ keys });
-    let last: (Attempt<R> & { kind: 'retry' }) | undefined;
-    for (let attempt = 1; attempt <= this.retries; attempt++) {
-      if (signal?.aborted) return failAll(keys, ERROR_CODES.lookupFailed, true, 'lookup aborted');
-      if (!this.breaker.tryAcquire()) {
-        return failAll(keys, ERROR_CODES.providerUnavailable, true, `${this.name}: circuit breaker open${last ? ` after ${last.message}` : ''}`);
+    if (signal?.aborted) return failAll(keys, ERROR_CODES.lookupFailed, true, 'lookup aborted');
+    if (!this.breaker.tryAcquire()) return failAll(keys, ERROR_CODES.providerUnavailable, true, `${this.name}: circuit breaker open`);
+    const result = await this.post(JSON.stringify({ keys }), keys.length, signal);
+    switch (result.kind) {
+      case 'answer':
+        this.breaker.recordSuccess();
+        return result.outcomes;
+      case 'rejected':
+        // The service is up and answering; the request is what it refuses.
+        this.breaker.recordSuccess();
+        return failAll(keys, LOOKUP_REJECTED, false, `${this.name} refused the request with ${result.status}`);
+      case 'aborted':
+        this.breaker.release();
+        return failAll(keys, ERROR_CODES.lookupFailed, true, 'lookup aborted');
+      case 'retry': {
+        // A 429 says the service is up but wants us slower: it must not open the breaker.
+        if (result.status === 429) this.breaker.recordSuccess();
+        else this.breaker.recordFailure();
+        const unavailable = result.status === 503 || this.breaker.state() === BREAKER_STATES.open;
+        const failed = failAll<R>(keys, unavailable ? ERROR_CODES.providerUnavailable : ERROR_CODES.lookupFailed, true, `${this.name}: ${result.message}`);
+        return result.retryAfterMs === undefined ? failed : failed.map((o) => ({ ...o, retryAfterMs: result.retryAfterMs }) as LookupOutcome<R>);
       }
-      const result = await this.post(body, keys.length, signal);
-      switch (result.kind) {
-        case 'answer':
-          this.breaker.recordSuccess();
-          return result.outcomes;
-        case 'rejected':
-          // The service is up and answering; the request is what it refuses.
-          this.breaker.recordSuccess();
-          return failAll(keys, LOOKUP_REJECTED, false, `${this.name} refused the request with ${result.status}`);
-        case 'aborted':
-          this.breaker.release();
-          return failAll(keys, ERROR_CODES.lookupFailed, true, 'lookup aborted');
-        case 'retry':
-          // A 429 says the service is up but wants us slower: it must not open the breaker.
-          if (result.status === 429) this.breaker.recordSuccess();
-          else this.breaker.recordFailure();
-          last = result;
-      }
-      if (attempt < this.retries) await sleep(this.delayMs(attempt, last.retryAfterMs), signal);
     }
-    const unavailable = last!.status === 503 || this.breaker.state() === BREAKER_STATES.open;
-    const message = `${this.name}: ${last!.message} (${this.retries} ${this.retries === 1 ? 'try' : 'tries'})`;
-    return failAll(keys, unavailable ? ERROR_CODES.providerUnavailable : ERROR_CODES.lookupFailed, true, message);
   }
 
   async close(): Promise<void> {
@@ -171,13 +152,6 @@ export class RemoteLookupProvider<R = unknown> implements LookupProvider<R> {
       if (TIMEOUT_CODES.has(systemCodeOf(e) ?? '')) return { kind: 'retry', status: undefined, retryAfterMs: undefined, message: `no answer within ${this.timeoutMs} ms` };
       return { kind: 'retry', status: undefined, retryAfterMs: undefined, message: toAppError(e).message };
     }
-  }
-
-  private delayMs(attempt: number, retryAfterMs: number | undefined): number {
-    if (retryAfterMs !== undefined) return Math.min(retryAfterMs, this.maxRetryAfterMs);
-    const base = this.backoffMs * 2 ** (attempt - 1);
-    // Jitter keeps many batches that failed together from all coming back in the same instant.
-    return base / 2 + Math.random() * (base / 2);
   }
 }
 
