@@ -157,7 +157,10 @@ export class SqliteBilling implements BillingPort {
         } else if (charge.amount > 0) {
           if (!Number.isSafeInteger(charge.amount)) throw new AppError(ERROR_CODES.internal, `a call costs a whole number of credits, not ${charge.amount}`);
           if (this.stmts.spend.run(charge.amount, accountId, charge.amount).changes === 0) return { ok: false };
-          this.stmts.insertLedger.run(chargeLedgerId(accountId, 'call', charge.callId), accountId, -charge.amount, 'charge', kind, null, now);
+          // A call id seen before would debit with no ledger line of its own: refuse it, rolling back.
+          if (this.stmts.insertLedger.run(chargeLedgerId(accountId, 'call', charge.callId), accountId, -charge.amount, 'charge', kind, null, now).changes === 0) {
+            throw new AppError(ERROR_CODES.internal, `call ${charge.callId} of ${accountId} was already charged`);
+          }
           credits = charge.amount;
         }
         for (const entry of input.cache) this.results.putSync(entry.kind, entry.key, entry.result, now);
