@@ -41,6 +41,7 @@ export const ERROR_CODES = {
   unknownJobType: 'unknown_job_type',
   unknownCountry: 'unknown_country',
   storageUnavailable: 'storage_unavailable',
+  databaseUnavailable: 'database_unavailable',
   objectNotFound: 'object_not_found',
   badConfig: 'bad_config',
   badArgument: 'bad_argument',

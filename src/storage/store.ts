@@ -118,7 +118,9 @@ export type BatchCommitResult =
   | { ok: true; paused: boolean; failed: boolean }
   /**
    * Nothing was written: some keys were billed meanwhile (by another chunk or job) or the balance
-   * cannot cover the charges. The caller plans again with what is true now.
+   * cannot cover the charges. The caller plans again with what is true now. `balance` is what this
+   * chunk may spend: the balance less every other chunk's reservation, so that a batch of a job
+   * that paused meanwhile (losing its own reservation) never spends credits another job holds.
    */
   | { ok: false; billed: Set<string>[]; balance: number };
 
@@ -251,7 +253,7 @@ export interface BillingPort {
   available(accountId: string): Promise<number>;
   /**
    * One single lookup's charge, its cache writes and its event. Serialised like `commitBatch`.
-   * `ok: false` (nothing written) when the balance cannot pay.
+   * `ok: false` (nothing written) when the balance less running chunks' reservations cannot pay.
    */
   commitLookup(input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }>;
 }

@@ -3,11 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BillingStore } from '../../src/billing/billing-store.js';
-import { chargeLedgerId } from '../../src/billing/ledger-ids.js';
+import { chargeLedgerId } from '../../src/storage/ledger-ids.js';
+import { migrationFiles } from '../../src/storage/migration-files.js';
 import { migrate, type Db } from '../../src/storage/sqlite/open-database.js';
+import { SqliteBilling } from '../../src/storage/sqlite/sqlite-billing.js';
+import { SqliteOutbox } from '../../src/storage/sqlite/sqlite-outbox.js';
+import { SqliteResults } from '../../src/storage/sqlite/sqlite-results.js';
 
-const MIGRATIONS = path.resolve('src/storage/sqlite/migrations');
+const MIGRATIONS = migrationFiles(new URL('../../src/storage/sqlite/migrations/', import.meta.url));
 
 let dir: string;
 let db: Db;
@@ -23,14 +26,12 @@ afterEach(() => {
 
 /** The schema as it was before migration 009: the same files, up to 008. */
 function migrateTo008(): void {
-  const before = path.join(dir, 'migrations-008');
-  fs.mkdirSync(before);
-  for (const file of fs.readdirSync(MIGRATIONS).filter((f) => /^00[1-8]-/.test(f))) fs.copyFileSync(path.join(MIGRATIONS, file), path.join(before, file));
-  migrate(db, before);
+  expect(MIGRATIONS.map((f) => f.version)).toContain(9);
+  migrate(db, MIGRATIONS.filter((f) => f.version <= 8));
 }
 
 describe('migration 009: billing rows name their ledger line by seq', () => {
-  it('keeps every billing row and its ledger line, and a replayed batch is still refused', () => {
+  it('keeps every billing row and its ledger line, and a replayed batch is still refused', async () => {
     migrateTo008();
     db.prepare("INSERT INTO accounts (seq, id, credits, status, created_at) VALUES (7, 'acc_1', 10, 'active', 0)").run();
     const first = chargeLedgerId('acc_1', 'job_a', '0:0');
@@ -59,17 +60,21 @@ describe('migration 009: billing rows name their ledger line by seq', () => {
       { key: 'orphan@x.io', chargedAt: 3, ledgerSeq: 0 },
     ]);
 
-    const billing = new BillingStore(db);
-    expect(billing.chargedKeys('acc_1', 'job_a')).toEqual(['a@x.io', 'b@x.io']);
-    expect(billing.chargedKeys('acc_1', 'job_b')).toEqual(['c@x.io']);
-    expect(billing.freshlyBilled('acc_1', 'gender', ['a@x.io', 'orphan@x.io', 'new@x.io'], 0)).toEqual(new Set(['a@x.io', 'orphan@x.io']));
+    const billing = new SqliteBilling(db, new SqliteResults(db), new SqliteOutbox(db));
+    expect(await billing.chargedKeys('acc_1', 'job_a')).toEqual(['a@x.io', 'b@x.io']);
+    expect(await billing.chargedKeys('acc_1', 'job_b')).toEqual(['c@x.io']);
+    expect(await billing.freshlyBilled('acc_1', 'gender', ['a@x.io', 'orphan@x.io', 'new@x.io'], 0)).toEqual(new Set(['a@x.io', 'orphan@x.io']));
     // job_a's batch 0:0 again: its line's id exists, so the ledger refuses it and nothing is spent.
-    const replay = () => db.transaction(() => billing.chargeRows({ accountId: 'acc_1', kinds: ['gender'], items: [{ kind: 0, key: 'new@x.io', row: 0 }], jobId: 'job_a', batchId: '0:0', now: 4, since: 0 })).immediate();
-    expect(replay).toThrow(/already charged/);
-    expect(billing.requireAccount('acc_1').credits).toBe(10);
+    const charge = (jobId: string, now: number) => () =>
+      db.transaction(() => billing.chargeKeysSync({ accountId: 'acc_1', jobId, kinds: ['gender'], keys: [['new@x.io']], batchId: '0:0', since: 0, now }, { jobId, chunkIndex: 0 })).immediate();
+    expect(charge('job_a', 4)).toThrow(/already charged/);
+    expect((await billing.requireAccount('acc_1')).credits).toBe(10);
+    expect((await billing.ledger('acc_1')).map((l) => l.id)).toEqual(['crd_grant', first, second]);
+    expect(await billing.freshlyBilled('acc_1', 'gender', ['new@x.io'], 0)).toEqual(new Set());
     // A new charge gets a line of its own, and its billing row names that line's seq.
-    db.transaction(() => billing.chargeRows({ accountId: 'acc_1', kinds: ['gender'], items: [{ kind: 0, key: 'new@x.io', row: 0 }], jobId: 'job_c', batchId: '0:0', now: 5, since: 0 })).immediate();
-    expect(billing.chargedKeys('acc_1', 'job_c')).toEqual(['new@x.io']);
+    expect(charge('job_c', 5)()).toEqual({ ok: true });
+    expect((await billing.requireAccount('acc_1')).credits).toBe(9);
+    expect(await billing.chargedKeys('acc_1', 'job_c')).toEqual(['new@x.io']);
     expect(db.prepare("SELECT l.id FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.lookup_key = 'new@x.io'").get()).toEqual({ id: chargeLedgerId('acc_1', 'job_c', '0:0') });
   });
 });

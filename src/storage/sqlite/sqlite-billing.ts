@@ -151,12 +151,13 @@ export class SqliteBilling implements BillingPort {
         let credits = 0;
         if (charge.type === 'repeat_free') {
           const keys = this.freshlyBilledSync(accountId, kind, [charge.key], charge.since).has(charge.key) ? [] : [charge.key];
-          const paid = this.chargeKeysSync({ accountId, jobId: 'single', kinds: [kind], keys: [keys], batchId: charge.batchId, since: charge.since, now });
+          const paid = this.chargeKeysSync({ accountId, jobId: 'single', kinds: [kind], keys: [keys], batchId: charge.batchId, since: charge.since, now }, undefined);
           if (!paid.ok) return { ok: false };
           credits = keys.length;
         } else if (charge.amount > 0) {
           if (!Number.isSafeInteger(charge.amount)) throw new AppError(ERROR_CODES.internal, `a call costs a whole number of credits, not ${charge.amount}`);
-          if (this.stmts.spend.run(charge.amount, accountId, charge.amount).changes === 0) return { ok: false };
+          if (this.spendableSync(accountId, undefined) < charge.amount) return { ok: false };
+          this.stmts.spend.run(charge.amount, accountId, charge.amount);
           // A call id seen before would debit with no ledger line of its own: refuse it, rolling back.
           if (this.stmts.insertLedger.run(chargeLedgerId(accountId, 'call', charge.callId), accountId, -charge.amount, 'charge', kind, null, now).changes === 0) {
             throw new AppError(ERROR_CODES.internal, `call ${charge.callId} of ${accountId} was already charged`);
@@ -197,10 +198,22 @@ export class SqliteBilling implements BillingPort {
   }
 
   /**
+   * The balance less what running chunks have reserved, `own` chunk's reservation excepted (a
+   * single lookup has none). A charge never spends credits another chunk holds: a batch of a job
+   * that has just paused (and so lost its reservation) must not take what another job reserved.
+   */
+  private spendableSync(accountId: string, own: { jobId: string; chunkIndex: number } | undefined): number {
+    const credits = this.requireSync(accountId).credits;
+    const held = own === undefined ? this.stmts.reservedTotal.get(accountId) : this.stmts.reservedByOthers.get(accountId, own.jobId, own.chunkIndex);
+    return credits - (held as { n: number }).n;
+  }
+
+  /**
    * Charges one credit per key, by kind, inside the caller's transaction: one debit, one ledger line
    * per kind (its id derived from the batch, and the kind after the first, so a replayed batch
    * collides on the ledger's unique id and the transaction fails), and a billing row per key. Writes
-   * nothing and says what is true now when a key was billed since `since` or the balance is short.
+   * nothing and says what is true now when a key was billed since `since` or the spendable balance
+   * (see spendableSync) is short.
    */
   chargeKeysSync(input: {
     accountId: string;
@@ -210,12 +223,12 @@ export class SqliteBilling implements BillingPort {
     batchId: string;
     since: number;
     now: number;
-  }): KeysCharge {
+  }, own: { jobId: string; chunkIndex: number } | undefined): KeysCharge {
     const { accountId, kinds, keys, now } = input;
     const total = keys.reduce((n, k) => n + k.length, 0);
     if (total === 0) return { ok: true };
     const billed = kinds.map((kind, k) => this.freshlyBilledSync(accountId, kind, keys[k] ?? [], input.since));
-    const balance = this.requireSync(accountId).credits;
+    const balance = this.spendableSync(accountId, own);
     if (balance < total || billed.some((b) => b.size > 0)) return { ok: false, billed, balance };
     this.stmts.spend.run(total, accountId, total);
     const seq = this.seq(accountId);

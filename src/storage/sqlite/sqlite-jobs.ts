@@ -297,7 +297,7 @@ export class SqliteJobs implements JobsPort {
           const moved = this.s.advanceChunk.run({ jobId, chunkIndex, epoch: lease.epoch, owner: lease.owner, expectedCursor: input.cursor, rows }).changes;
           if (moved !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
         }
-        const paid = this.billing.chargeKeysSync({ accountId: input.accountId, jobId, ...input.charges, now });
+        const paid = this.billing.chargeKeysSync({ accountId: input.accountId, jobId, ...input.charges, now }, { jobId, chunkIndex });
         // Nothing has been written yet but the cursor, which the rollback takes back.
         if (!paid.ok) throw new ChargeConflict(paid.billed, paid.balance);
         for (const entry of input.cache) this.results.putSync(entry.kind, entry.key, entry.result, now);

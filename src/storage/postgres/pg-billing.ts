@@ -1,0 +1,191 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, ERROR_CODES } from '../../shared/errors.js';
+import { creditLedgerId } from '../ledger-ids.js';
+import type { Account, LedgerEntry } from '../records.js';
+import type { BillingPort, LookupCommit } from '../store.js';
+import { accountNotFound, lockAccount } from './pg-core-charges.js';
+import { commitLookup } from './pg-core-commit-lookup.js';
+import { isUniqueViolation, type PgDatabase, type PgQueryable } from './pg-database.js';
+
+const ACCOUNT_COLUMNS = 'id, email, credits, status, rate_limit AS "rateLimit", created_at AS "createdAt"';
+
+/**
+ * Accounts, the append-only ledger, the repeat-free billing cache and credit reservations on
+ * PostgreSQL. Whatever changes a balance locks the account's row first (READ COMMITTED), so
+ * grants, reservations and charges of one account run one after the other.
+ */
+export class PgBilling implements BillingPort {
+  /** Account ids never change their seq, so the mapping can be kept for the process's life. */
+  private readonly seqs = new Map<string, number>();
+
+  constructor(private readonly db: PgDatabase) {}
+
+  async createAccount(input: { id?: string; email?: string | null; passwordHash?: string | null; credits: number; now: number }): Promise<Account> {
+    const id = input.id ?? `acc_${randomUUID()}`;
+    const email = input.email ?? null;
+    if (input.credits > 0) checkAmount(input.credits);
+    const taken = (what: string) => new AppError(ERROR_CODES.accountExists, `an account with ${what} exists already`, { statusCode: 409 });
+    try {
+      await this.db.transaction(async (tx) => {
+        if (await readAccount(tx, id)) throw taken(`id ${id}`);
+        if (email && (await readCredentials(tx, email))) throw taken(`email ${email}`);
+        await tx.query("INSERT INTO accounts (id, email, password_hash, credits, status, created_at) VALUES ($1, $2, $3, 0, 'active', $4)", [
+          id,
+          email,
+          input.passwordHash ?? null,
+          input.now,
+        ]);
+        if (input.credits > 0) await credit(tx, id, input.credits, 'grant', input.now);
+      });
+    } catch (error) {
+      // Two creations racing past the checks above: the unique indexes decide, with the same error.
+      if (!isUniqueViolation(error)) throw error;
+      throw (error as { constraint?: string }).constraint === 'accounts_email_lower' ? taken(`email ${email}`) : taken(`id ${id}`);
+    }
+    return this.requireAccount(id);
+  }
+
+  account(id: string): Promise<Account | undefined> {
+    return readAccount(this.db, id);
+  }
+
+  async requireAccount(id: string): Promise<Account> {
+    const account = await this.account(id);
+    if (!account) throw accountNotFound(id);
+    return account;
+  }
+
+  credentials(email: string): Promise<{ id: string; passwordHash: string | null; status: string } | undefined> {
+    return readCredentials(this.db, email);
+  }
+
+  async setStatus(accountId: string, status: Account['status']): Promise<Account> {
+    const { rows } = await this.db.query<Account>(`UPDATE accounts SET status = $2 WHERE id = $1 RETURNING ${ACCOUNT_COLUMNS}`, [accountId, status]);
+    if (!rows[0]) throw accountNotFound(accountId);
+    return rows[0];
+  }
+
+  async setRateLimit(accountId: string, perMinute: number | null): Promise<Account> {
+    const { rows } = await this.db.query<Account>(`UPDATE accounts SET rate_limit = $2 WHERE id = $1 RETURNING ${ACCOUNT_COLUMNS}`, [accountId, perMinute]);
+    if (!rows[0]) throw accountNotFound(accountId);
+    return rows[0];
+  }
+
+  async accounts(): Promise<Account[]> {
+    return (await this.db.query<Account>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts ORDER BY created_at, seq`)).rows;
+  }
+
+  async addCredits(accountId: string, amount: number, reason: 'grant' | 'topup', now: number): Promise<Account> {
+    checkAmount(amount);
+    await this.db.transaction((tx) => credit(tx, accountId, amount, reason, now));
+    return this.requireAccount(accountId);
+  }
+
+  async ledger(accountId: string): Promise<LedgerEntry[]> {
+    const { rows } = await this.db.query<LedgerEntry>(
+      `SELECT id, account_id AS "accountId", delta, reason, kind, job_id AS "jobId", created_at AS "createdAt"
+         FROM ledger WHERE account_id = $1 ORDER BY created_at, id COLLATE "C"`,
+      [accountId],
+    );
+    return rows;
+  }
+
+  async chargeCountForJob(jobId: string): Promise<number> {
+    const { rows } = await this.db.query<{ n: number }>("SELECT COALESCE(-SUM(delta), 0)::bigint AS n FROM ledger WHERE job_id = $1 AND reason = 'charge'", [jobId]);
+    return rows[0]!.n;
+  }
+
+  async chargedKeys(accountId: string, jobId: string): Promise<string[]> {
+    const { rows } = await this.db.query<{ key: string }>(
+      'SELECT b.lookup_key AS key FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.account_seq = $1 AND l.job_id = $2 ORDER BY b.lookup_key COLLATE "C"',
+      [await this.seq(accountId), jobId],
+    );
+    return rows.map((r) => r.key);
+  }
+
+  async freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    const { rows } = await this.db.query<{ key: string }>(
+      'SELECT lookup_key AS key FROM billing_cache WHERE account_seq = $1 AND kind = $2 AND lookup_key = ANY($3::text[]) AND charged_at > $4',
+      [await this.seq(accountId), kind, keys, since],
+    );
+    return new Set(rows.map((r) => r.key));
+  }
+
+  /**
+   * Replaces the chunk's earlier reservation, so a worker that died holding one does not leak it
+   * past the next attempt. Under the account's row lock: two chunks reserving together cannot both
+   * count the same free credits.
+   */
+  reserve(accountId: string, jobId: string, chunkIndex: number, wanted: number): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const { credits } = await lockAccount(tx, accountId);
+      const { rows } = await tx.query<{ n: number }>(
+        'SELECT COALESCE(SUM(amount), 0)::bigint AS n FROM credit_reservations WHERE account_id = $1 AND NOT (job_id = $2 AND chunk_index = $3)',
+        [accountId, jobId, chunkIndex],
+      );
+      const granted = Math.max(0, Math.min(wanted, credits - rows[0]!.n));
+      await tx.query(
+        'INSERT INTO credit_reservations (job_id, chunk_index, account_id, amount) VALUES ($1, $2, $3, $4) ON CONFLICT (job_id, chunk_index) DO UPDATE SET amount = EXCLUDED.amount',
+        [jobId, chunkIndex, accountId, granted],
+      );
+      return granted;
+    });
+  }
+
+  async available(accountId: string): Promise<number> {
+    const { rows } = await this.db.query<{ n: number }>(
+      'SELECT (a.credits - COALESCE((SELECT SUM(r.amount) FROM credit_reservations r WHERE r.account_id = a.id), 0))::bigint AS n FROM accounts a WHERE a.id = $1',
+      [accountId],
+    );
+    if (!rows[0]) throw accountNotFound(accountId);
+    return rows[0].n;
+  }
+
+  commitLookup(input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }> {
+    return commitLookup(this.db, input);
+  }
+
+  private async seq(accountId: string): Promise<number> {
+    let seq = this.seqs.get(accountId);
+    if (seq === undefined) {
+      const { rows } = await this.db.query<{ seq: number }>('SELECT seq FROM accounts WHERE id = $1', [accountId]);
+      if (!rows[0]) throw accountNotFound(accountId);
+      seq = rows[0].seq;
+      this.seqs.set(accountId, seq);
+    }
+    return seq;
+  }
+}
+
+async function readAccount(db: PgQueryable, id: string): Promise<Account | undefined> {
+  return (await db.query<Account>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [id])).rows[0];
+}
+
+/** SQLite's `email = ? COLLATE NOCASE`; the unique index on lower(email) serves it. */
+async function readCredentials(db: PgQueryable, email: string): Promise<{ id: string; passwordHash: string | null; status: string } | undefined> {
+  const { rows } = await db.query<{ id: string; passwordHash: string | null; status: string }>(
+    'SELECT id, password_hash AS "passwordHash", status FROM accounts WHERE lower(email) = lower($1)',
+    [email],
+  );
+  return rows[0];
+}
+
+function checkAmount(amount: number): void {
+  if (!Number.isSafeInteger(amount) || amount <= 0) {
+    throw new AppError(ERROR_CODES.badArgument, 'credits to add must be a positive whole number', { statusCode: 400 });
+  }
+}
+
+/** A grant or top-up: the balance change and its ledger line, in the caller's transaction. */
+async function credit(tx: PgQueryable, accountId: string, amount: number, reason: 'grant' | 'topup', now: number): Promise<void> {
+  const { rowCount } = await tx.query('UPDATE accounts SET credits = credits + $2 WHERE id = $1', [accountId, amount]);
+  if (rowCount !== 1) throw accountNotFound(accountId);
+  await tx.query("INSERT INTO ledger (id, account_id, delta, reason, kind, job_id, created_at) VALUES ($1, $2, $3, $4, NULL, NULL, $5)", [
+    creditLedgerId(),
+    accountId,
+    amount,
+    reason,
+    now,
+  ]);
+}

@@ -1,0 +1,105 @@
+import { AppError, ERROR_CODES } from '../../shared/errors.js';
+import type { PgQueryable } from './pg-database.js';
+
+export function accountNotFound(id: string): AppError {
+  return new AppError(ERROR_CODES.accountNotFound, `no account ${id}`, { statusCode: 404 });
+}
+
+/**
+ * The account's row, locked until the transaction ends. Every charge and reservation of the
+ * account takes this lock first, so the balance check, the repeat-free check and the debit of
+ * one charge see no other charge of the account half done: two jobs racing for one key charge
+ * it once, and two racing for the last credit cannot both get it.
+ */
+export async function lockAccount(tx: PgQueryable, accountId: string): Promise<{ seq: number; credits: number }> {
+  const { rows } = await tx.query<{ seq: number; credits: number }>('SELECT seq, credits FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+  if (!rows[0]) throw accountNotFound(accountId);
+  return rows[0];
+}
+
+/**
+ * The locked account's balance less what running chunks have reserved, `own` chunk's reservation
+ * excepted (a single lookup has none). A charge never spends credits another chunk holds: a batch
+ * of a job that has just paused (and so lost its reservation) must not take what another job
+ * reserved. Reservations change only under the account's lock, so the sum is stable here.
+ */
+export async function spendable(tx: PgQueryable, accountId: string, credits: number, own: { jobId: string; chunkIndex: number } | undefined): Promise<number> {
+  const { rows } = await tx.query<{ n: number }>(
+    'SELECT COALESCE(SUM(amount), 0)::bigint AS n FROM credit_reservations WHERE account_id = $1 AND NOT (job_id = $2 AND chunk_index = $3)',
+    [accountId, own?.jobId ?? '', own?.chunkIndex ?? -1],
+  );
+  return credits - rows[0]!.n;
+}
+
+/** Per kind index, which of its keys the account paid for after `since`. One query for every kind. */
+export async function billedAfter(
+  tx: PgQueryable,
+  accountSeq: number,
+  kinds: readonly string[],
+  keys: readonly (readonly string[])[],
+  since: number,
+): Promise<Set<string>[]> {
+  const pairKinds: string[] = [];
+  const pairKeys: string[] = [];
+  kinds.forEach((kind, k) => {
+    for (const key of keys[k] ?? []) {
+      pairKinds.push(kind);
+      pairKeys.push(key);
+    }
+  });
+  const found = new Set<string>();
+  if (pairKeys.length > 0) {
+    const { rows } = await tx.query<{ kind: string; key: string }>(
+      `SELECT b.kind, b.lookup_key AS key FROM unnest($2::text[], $3::text[]) AS t(kind, key)
+         JOIN billing_cache b ON b.account_seq = $1 AND b.kind = t.kind AND b.lookup_key = t.key
+        WHERE b.charged_at > $4`,
+      [accountSeq, pairKinds, pairKeys, since],
+    );
+    for (const row of rows) found.add(`${row.kind}\0${row.key}`);
+  }
+  return kinds.map((kind, k) => new Set((keys[k] ?? []).filter((key) => found.has(`${kind}\0${key}`))));
+}
+
+/** Takes `amount` from a balance the caller has locked and checked; it cannot fail then. */
+export async function debit(tx: PgQueryable, accountId: string, amount: number): Promise<void> {
+  const { rowCount } = await tx.query('UPDATE accounts SET credits = credits - $2 WHERE id = $1 AND credits >= $2', [accountId, amount]);
+  if (rowCount !== 1) throw new AppError(ERROR_CODES.internal, `balance of ${accountId} changed inside a transaction`);
+}
+
+export interface LedgerLine {
+  id: string;
+  accountId: string;
+  delta: number;
+  reason: string;
+  kind: string | null;
+  jobId: string | null;
+  now: number;
+}
+
+/** The line's `seq`, or undefined when a line with its id exists already (a replayed charge). */
+export async function insertLedgerLine(tx: PgQueryable, line: LedgerLine): Promise<number | undefined> {
+  const { rows } = await tx.query<{ seq: number }>(
+    `INSERT INTO ledger (id, account_id, delta, reason, kind, job_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (id) DO NOTHING RETURNING seq`,
+    [line.id, line.accountId, line.delta, line.reason, line.kind, line.jobId, line.now],
+  );
+  return rows[0]?.seq;
+}
+
+/**
+ * Records that the account paid for these keys now, and with which ledger line, in one statement.
+ * One (kind, key) given twice keeps the last line, as one upsert after the other would; a
+ * statement that touched the row twice would fail instead.
+ */
+export async function recordBilled(tx: PgQueryable, accountSeq: number, billed: readonly { kind: string; key: string; ledgerSeq: number }[], now: number): Promise<void> {
+  if (billed.length === 0) return;
+  const last = new Map<string, { kind: string; key: string; ledgerSeq: number }>();
+  for (const b of billed) last.set(`${b.kind}\0${b.key}`, b);
+  const rows = [...last.values()];
+  await tx.query(
+    `INSERT INTO billing_cache (account_seq, kind, lookup_key, charged_at, ledger_seq)
+     SELECT $1, t.kind, t.key, $2, t.ledger_seq FROM unnest($3::text[], $4::text[], $5::bigint[]) AS t(kind, key, ledger_seq)
+     ON CONFLICT (account_seq, kind, lookup_key) DO UPDATE SET charged_at = EXCLUDED.charged_at, ledger_seq = EXCLUDED.ledger_seq`,
+    [accountSeq, now, rows.map((r) => r.kind), rows.map((r) => r.key), rows.map((r) => r.ledgerSeq)],
+  );
+}

@@ -1,0 +1,89 @@
+import type { ChunkRecord, JobRecord, Lease } from '../job-records.js';
+import { CHUNK_COLUMNS, JOB_COLUMNS, toJob, type JobRow } from './pg-core-rows.js';
+import type { PgDatabase, PgQueryable } from './pg-database.js';
+
+/**
+ * Claims that several processes race for, as graphile-worker's getJobs and pg-boss's fetchNextJob
+ * do them: the candidate is picked and row-locked with `FOR UPDATE SKIP LOCKED`, and its lease taken
+ * in the same transaction. A row another claimer holds is skipped; one it has just leased and
+ * committed is re-checked by PostgreSQL against the new row, whose lease has not run out, and
+ * dropped. So two claimers never take the same job or chunk.
+ */
+
+const PHASE_CANDIDATE = `SELECT id, account_id AS "accountId", status FROM jobs
+  WHERE ((status = 'queued' AND phase = 'split' AND NOT (account_id = ANY($3::text[]))
+          AND (SELECT count(*) FROM jobs r WHERE r.account_id = jobs.account_id AND r.status = 'running') < $2)
+         OR (status = 'running' AND phase IN ('split', 'assemble')))
+    AND (lease_expires_at IS NULL OR lease_expires_at < $1)
+  ORDER BY created_at, id COLLATE "C" LIMIT 1
+  FOR UPDATE OF jobs SKIP LOCKED`;
+
+/** Accounts whose queued jobs one claim passes over before it gives up until the next poll. */
+const MAX_PASSED_OVER = 20;
+
+export function acquireJobPhase(db: PgDatabase, owner: string, now: number, leaseMs: number, maxRunning: number): Promise<{ job: JobRecord; lease: Lease } | undefined> {
+  return db.transaction(async (tx) => {
+    const passedOver: string[] = [];
+    while (passedOver.length <= MAX_PASSED_OVER) {
+      const { rows } = await tx.query<{ id: string; accountId: string; status: string }>(PHASE_CANDIDATE, [now, maxRunning, passedOver]);
+      const candidate = rows[0];
+      if (!candidate) return undefined;
+      if (candidate.status === 'queued' && !(await belowRunningCap(tx, candidate.accountId, maxRunning, passedOver.length === 0))) {
+        passedOver.push(candidate.accountId);
+        continue;
+      }
+      const taken = await tx.query<JobRow>(
+        `UPDATE jobs SET lease_owner = $2, lease_epoch = lease_epoch + 1, lease_expires_at = $3,
+           attempts = attempts + 1, status = 'running', started_at = COALESCE(started_at, $4), updated_at = $4
+         WHERE id = $1 RETURNING ${JOB_COLUMNS}`,
+        [candidate.id, owner, now + leaseMs, now],
+      );
+      const job = toJob(taken.rows[0]!);
+      return { job, lease: { owner, epoch: job.leaseEpoch } };
+    }
+    return undefined;
+  });
+}
+
+/**
+ * The count in the candidate query was read from the statement's snapshot: two processes can each
+ * see one job below the cap and start one each. Starting a queued job therefore takes the account's
+ * advisory lock, held to commit, and counts again; whoever gets the lock second counts in a new
+ * snapshot that holds the first one's start. Only the claim's first account is waited for: a
+ * claim that holds one account's lock and waited for another's could deadlock with a claim doing
+ * the same the other way round, so later accounts are only tried, and passed over when busy.
+ */
+async function belowRunningCap(tx: PgQueryable, accountId: string, maxRunning: number, wait: boolean): Promise<boolean> {
+  if (wait) await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [accountId]);
+  else {
+    const { rows } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [accountId]);
+    if (!rows[0]!.locked) return false;
+  }
+  const { rows } = await tx.query<{ n: number }>("SELECT count(*) AS n FROM jobs WHERE account_id = $1 AND status = 'running'", [accountId]);
+  return rows[0]!.n < maxRunning;
+}
+
+/** Fair share: the accounts with the fewest chunks in work first, then the oldest job. */
+const CHUNK_CANDIDATE = `SELECT c.job_id AS "jobId", c.chunk_index AS "chunkIndex" FROM job_chunks c JOIN jobs j ON j.id = c.job_id
+  WHERE j.status = 'running' AND j.phase = 'process' AND c.status = 'pending'
+    AND (c.lease_expires_at IS NULL OR c.lease_expires_at < $1)
+  ORDER BY (SELECT count(*) FROM job_chunks h JOIN jobs hj ON hj.id = h.job_id
+             WHERE hj.account_id = j.account_id AND h.status = 'pending' AND h.lease_expires_at >= $1),
+           j.created_at, c.job_id COLLATE "C", c.chunk_index
+  LIMIT 1
+  FOR UPDATE OF c SKIP LOCKED`;
+
+export function acquireChunk(db: PgDatabase, owner: string, now: number, leaseMs: number): Promise<{ chunk: ChunkRecord; lease: Lease } | undefined> {
+  return db.transaction(async (tx) => {
+    const { rows } = await tx.query<{ jobId: string; chunkIndex: number }>(CHUNK_CANDIDATE, [now]);
+    const candidate = rows[0];
+    if (!candidate) return undefined;
+    const taken = await tx.query<ChunkRecord>(
+      `UPDATE job_chunks SET lease_owner = $3, lease_epoch = lease_epoch + 1, lease_expires_at = $4, attempts = attempts + 1
+        WHERE job_id = $1 AND chunk_index = $2 RETURNING ${CHUNK_COLUMNS}`,
+      [candidate.jobId, candidate.chunkIndex, owner, now + leaseMs],
+    );
+    const chunk = taken.rows[0]!;
+    return { chunk, lease: { owner, epoch: chunk.leaseEpoch } };
+  });
+}

@@ -1,0 +1,113 @@
+import { AppError, ERROR_CODES } from '../../shared/errors.js';
+import { JOB_STATUSES, PAUSE_REASONS } from '../job-states.js';
+import { chargeLedgerId } from '../ledger-ids.js';
+import { leaseLost } from '../migration-files.js';
+import type { BatchCommit, BatchCommitResult, StoreHooks } from '../store.js';
+import { billedAfter, debit, insertLedgerLine, lockAccount, recordBilled, spendable } from './pg-core-charges.js';
+import { moveLockedJob } from './pg-core-job-ends.js';
+import { lockJob } from './pg-core-rows.js';
+import type { PgDatabase, PgQueryable } from './pg-database.js';
+import { putResults } from './pg-results.js';
+
+/** Thrown inside the transaction to roll the fence back when the charges are refused. */
+class ChargesRefused extends Error {
+  constructor(readonly result: Extract<BatchCommitResult, { ok: false }>) {
+    super('charges refused');
+  }
+}
+
+/**
+ * One checkpoint in one READ COMMITTED transaction. The cursor update is fenced by epoch, owner and
+ * cursor, so a worker that lost its lease writes nothing. The charges run under the account's row
+ * lock, which every charge of the account takes first: the repeat-free check, the balance check and
+ * the debit see no concurrent charge. Locks are taken chunk, account, job, reservations, the order
+ * `transition` and `reserve` respect, so no two of these wait on each other in a circle.
+ */
+export async function commitBatch(db: PgDatabase, hooks: StoreHooks, input: BatchCommit): Promise<BatchCommitResult> {
+  try {
+    return await db.transaction((tx) => commitIn(tx, hooks, input));
+  } catch (error) {
+    if (error instanceof ChargesRefused) return error.result;
+    throw error;
+  }
+}
+
+async function commitIn(tx: PgQueryable, hooks: StoreHooks, input: BatchCommit): Promise<BatchCommitResult> {
+  const { jobId, chunkIndex, rows, now } = input;
+  if (rows > 0) {
+    const fenced = await tx.query(
+      `UPDATE job_chunks SET cursor = cursor + $5, failures = 0
+        WHERE job_id = $1 AND chunk_index = $2 AND lease_epoch = $3 AND lease_owner = $4 AND cursor = $6`,
+      [jobId, chunkIndex, input.lease.epoch, input.lease.owner, rows, input.cursor],
+    );
+    if (fenced.rowCount !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
+  }
+  await charge(tx, input);
+  await putResults(tx, input.cache, now);
+  if (rows > 0) {
+    await tx.query(
+      "INSERT INTO chunk_outputs (job_id, chunk_index, first_row, all_text, found_text, errors_text, row_flags, row_ends) VALUES ($1, $2, $3, $4, '', '', $5, $6)",
+      [jobId, chunkIndex, input.cursor, input.output.allText, input.output.rowFlags, input.output.rowEnds],
+    );
+    const c = input.counters;
+    await tx.query(
+      `UPDATE jobs SET processed_rows = processed_rows + $2, found_rows = found_rows + $3, invalid_rows = invalid_rows + $4,
+         duplicate_rows = duplicate_rows + $5, error_rows = error_rows + $6, credits_used = credits_used + $7, updated_at = $8
+       WHERE id = $1`,
+      [jobId, c.processed, c.found, c.invalid, c.duplicate, c.error, c.credits, now],
+    );
+  }
+  const budget = input.errorBudget && input.counters.error > 0 ? input.errorBudget : undefined;
+  // Locked before the reservation is deleted: `transition` locks the job, then its reservations.
+  const job = budget || input.outOfCredits ? await lockJob(tx, jobId) : undefined;
+  await tx.query('DELETE FROM credit_reservations WHERE job_id = $1 AND chunk_index = $2', [jobId, chunkIndex]);
+  if (budget && job && job.errorRows > Math.floor(budget.maxErrorRate * (job.totalRows ?? 0))) {
+    // As the old checkpoint did: past the budget nothing pauses, whether or not this batch fails the job.
+    const failed = job.status === JOB_STATUSES.running;
+    if (failed) await moveLockedJob(tx, hooks, job, JOB_STATUSES.failed, { reason: ERROR_CODES.errorBudgetExceeded, message: budget.message, now });
+    return { ok: true, paused: false, failed };
+  }
+  if (input.outOfCredits && job?.status === JOB_STATUSES.running) {
+    await moveLockedJob(tx, hooks, job, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
+  }
+  return { ok: true, paused: input.outOfCredits, failed: false };
+}
+
+/**
+ * The batch's charges, or ChargesRefused when a key was billed meanwhile (by another chunk or job
+ * of the account) or the balance cannot cover them: the caller plans again with what is true now.
+ * One ledger line per kind, its id derived from the batch, so a replay collides on it.
+ */
+async function charge(tx: PgQueryable, input: BatchCommit): Promise<void> {
+  const { kinds, keys, batchId, since } = input.charges;
+  kinds.forEach((kind, k) => {
+    const given = keys[k] ?? [];
+    if (new Set(given).size !== given.length) throw new AppError(ERROR_CODES.internal, `batch ${batchId} of ${input.jobId} lists a ${kind} key twice`);
+  });
+  const total = kinds.reduce((n, _, k) => n + (keys[k]?.length ?? 0), 0);
+  if (total === 0) return;
+  const account = await lockAccount(tx, input.accountId);
+  const billed = await billedAfter(tx, account.seq, kinds, keys, since);
+  const balance = await spendable(tx, input.accountId, account.credits, { jobId: input.jobId, chunkIndex: input.chunkIndex });
+  if (billed.some((set) => set.size > 0) || balance < total) {
+    throw new ChargesRefused({ ok: false, billed, balance });
+  }
+  await debit(tx, input.accountId, total);
+  const rows: { kind: string; key: string; ledgerSeq: number }[] = [];
+  for (const [k, kind] of kinds.entries()) {
+    const kindKeys = keys[k] ?? [];
+    if (kindKeys.length === 0) continue;
+    const ledgerSeq = await insertLedgerLine(tx, {
+      id: chargeLedgerId(input.accountId, input.jobId, k === 0 ? batchId : `${batchId}:${kind}`),
+      accountId: input.accountId,
+      delta: -kindKeys.length,
+      reason: 'charge',
+      kind,
+      jobId: input.jobId,
+      now: input.now,
+    });
+    if (ledgerSeq === undefined) throw new AppError(ERROR_CODES.internal, `batch ${batchId} of ${input.jobId} was already charged for ${kind}`);
+    for (const key of kindKeys) rows.push({ kind, key, ledgerSeq });
+  }
+  await recordBilled(tx, account.seq, rows, input.now);
+}

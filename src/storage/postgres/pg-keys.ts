@@ -1,0 +1,49 @@
+import type { ApiKeyRow } from '../records.js';
+import type { KeysPort } from '../store.js';
+import type { PgDatabase } from './pg-database.js';
+
+const COLUMNS = `k.id, k.account_id AS "accountId", k.name, k.key_prefix AS "keyPrefix", k.role, k.is_active AS "isActive",
+  k.revoked_at AS "revokedAt", k.created_at AS "createdAt", k.key_hash AS "keyHash", k.sealed, k.reveal_until AS "revealUntil"`;
+
+/** API key rows. Each method is one statement, atomic on its own. */
+export class PgKeys implements KeysPort {
+  constructor(private readonly db: PgDatabase) {}
+
+  async insert(row: Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt'> & { now: number }): Promise<void> {
+    await this.db.query(
+      `INSERT INTO api_keys (id, account_id, name, key_hash, key_prefix, role, sealed, reveal_until, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [row.id, row.accountId, row.name, row.keyHash, row.keyPrefix, row.role, row.sealed, row.revealUntil, row.now],
+    );
+  }
+
+  async byHash(keyHash: string): Promise<(ApiKeyRow & { accountStatus: string | null }) | undefined> {
+    const { rows } = await this.db.query<ApiKeyRow & { accountStatus: string | null }>(
+      `SELECT ${COLUMNS}, a.status AS "accountStatus" FROM api_keys k LEFT JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
+      [keyHash],
+    );
+    return rows[0];
+  }
+
+  async byId(id: string): Promise<ApiKeyRow | undefined> {
+    const { rows } = await this.db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys k WHERE k.id = $1`, [id]);
+    return rows[0];
+  }
+
+  async list(accountId: string): Promise<ApiKeyRow[]> {
+    const { rows } = await this.db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys k WHERE k.account_id = $1 ORDER BY k.created_at, k.id COLLATE "C"`, [accountId]);
+    return rows;
+  }
+
+  async setActive(id: string, active: boolean): Promise<boolean> {
+    return (await this.db.query('UPDATE api_keys SET is_active = $1 WHERE id = $2 AND revoked_at IS NULL', [active, id])).rowCount === 1;
+  }
+
+  async revoke(id: string, now: number): Promise<boolean> {
+    return (await this.db.query('UPDATE api_keys SET is_active = FALSE, revoked_at = $1, sealed = NULL WHERE id = $2', [now, id])).rowCount === 1;
+  }
+
+  async forgetSealed(id: string): Promise<void> {
+    await this.db.query('UPDATE api_keys SET sealed = NULL WHERE id = $1', [id]);
+  }
+}

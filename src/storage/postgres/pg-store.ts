@@ -1,0 +1,43 @@
+import { STORE_KINDS, type Store, type StoreHooks } from '../store.js';
+import { PgBilling } from './pg-billing.js';
+import { PgBreaches } from './pg-breaches.js';
+import { PgCompanies } from './pg-companies.js';
+import { migratePostgres, PgDatabase } from './pg-database.js';
+import { PgDeliveries } from './pg-deliveries.js';
+import { PgIdempotency } from './pg-idempotency.js';
+import { PgJobs } from './pg-jobs.js';
+import { PgKeys } from './pg-keys.js';
+import { PgResults } from './pg-results.js';
+import { PgSessions } from './pg-sessions.js';
+import { PgWebhooks } from './pg-webhooks.js';
+
+/**
+ * The PostgreSQL store: one pool shared by every part, migrated before first use (processes that
+ * start together migrate once, under the runner's advisory lock).
+ */
+export async function openPostgresStore(options: { url: string; poolSize: number }, hooks: StoreHooks): Promise<Store> {
+  const db = new PgDatabase({ url: options.url, poolSize: options.poolSize });
+  try {
+    await migratePostgres(db);
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  return {
+    kind: STORE_KINDS.postgres,
+    jobs: new PgJobs(db, hooks),
+    billing: new PgBilling(db),
+    results: new PgResults(db),
+    keys: new PgKeys(db),
+    sessions: new PgSessions(db),
+    idempotency: new PgIdempotency(db),
+    webhooks: new PgWebhooks(db),
+    deliveries: new PgDeliveries(db),
+    breaches: new PgBreaches(db),
+    companies: new PgCompanies(db),
+    async ping() {
+      await db.query('SELECT 1');
+    },
+    close: () => db.close(),
+  };
+}
