@@ -7,7 +7,7 @@ import type { ApiDeps } from '../../src/api/api-deps.js';
 import { buildApp } from '../../src/api/build-app.js';
 import type { Role } from '../../src/auth/key-store.js';
 import { hashPassword } from '../../src/auth/passwords.js';
-import { JOB_STATUSES, TERMINAL_STATUSES, type JobStatus } from '../../src/jobs/job-states.js';
+import { JOB_STATUSES, TERMINAL_STATUSES, type JobStatus } from '../../src/storage/job-states.js';
 import { Worker } from '../../src/jobs/worker.js';
 import { apiDeps } from '../../src/main/open-api.js';
 import type { EngineOverrides } from '../../src/main/open-engine.js';
@@ -71,18 +71,18 @@ export async function newAccount(
 ): Promise<TestAccount> {
   const email = options.email ?? `user${++accountCounter}-${Date.now()}@example.com`;
   const password = options.password === undefined ? 'correct horse battery' : options.password;
-  const account = h.engine.deps.billing.createAccount({
+  const account = await h.engine.deps.billing.createAccount({
     email,
     passwordHash: password === null ? null : await hashPassword(password),
     credits: options.credits ?? 1_000,
     now: h.engine.deps.clock.now(),
   });
-  const { key, secret } = h.deps.keys.create({ accountId: account.id, name: 'first', role: options.role ?? 'admin', now: h.engine.deps.clock.now() });
+  const { key, secret } = await h.deps.keys.create({ accountId: account.id, name: 'first', role: options.role ?? 'admin', now: h.engine.deps.clock.now() });
   return { id: account.id, email, password: password ?? '', key: secret, keyId: key.id };
 }
 
-export function addKey(h: ApiHarness, accountId: string, role: Role = 'admin', name = 'extra'): { key: string; keyId: string } {
-  const { key, secret } = h.deps.keys.create({ accountId, name, role, now: h.engine.deps.clock.now() });
+export async function addKey(h: ApiHarness, accountId: string, role: Role = 'admin', name = 'extra'): Promise<{ key: string; keyId: string }> {
+  const { key, secret } = await h.deps.keys.create({ accountId, name, role, now: h.engine.deps.clock.now() });
   return { key: secret, keyId: key.id };
 }
 
@@ -159,13 +159,14 @@ export async function uploadCsv(
 /** Runs one in-process worker until every listed job is terminal (or the deadline passes). */
 export async function runUntilDone(h: ApiHarness, jobIds: string[], timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const done = (): boolean => jobIds.every((id) => TERMINAL_STATUSES.has(h.engine.deps.jobs.get(id)!.status as JobStatus));
-  await new Worker(h.engine.deps).run({ concurrency: 1, until: () => done() || Date.now() > deadline });
-  if (!done()) throw new Error(`jobs not finished after ${timeoutMs} ms: ${jobIds.map((id) => h.engine.deps.jobs.get(id)!.status).join(', ')}`);
+  const statuses = () => Promise.all(jobIds.map(async (id) => (await h.engine.deps.jobs.require(id)).status));
+  const done = async (): Promise<boolean> => (await statuses()).every((status) => TERMINAL_STATUSES.has(status as JobStatus));
+  await new Worker(h.engine.deps).run({ concurrency: 1, until: async () => (await done()) || Date.now() > deadline });
+  if (!(await done())) throw new Error(`jobs not finished after ${timeoutMs} ms: ${(await statuses()).join(', ')}`);
 }
 
-export function jobCount(h: ApiHarness, accountId: string): number {
-  return h.engine.deps.jobs.list({ accountId, limit: 1000, offset: 0 }).total;
+export async function jobCount(h: ApiHarness, accountId: string): Promise<number> {
+  return (await h.engine.deps.jobs.list({ accountId, limit: 1000, offset: 0 })).total;
 }
 
 /** Object keys the embedded S3 server holds under a prefix (read from its directory on disk). */

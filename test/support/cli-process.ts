@@ -122,7 +122,7 @@ export async function queueJob(
 ): Promise<{ jobId: string; accountId: string }> {
   const engine = await openTestEngine({ ...options.env, SLUICE_DATA_DIR: dataDir });
   try {
-    const account = engine.deps.billing.createAccount({ id: options.accountId, credits: options.credits, now: Date.now() });
+    const account = await engine.deps.billing.createAccount({ id: options.accountId, credits: options.credits, now: Date.now() });
     const job = await engine.jobService.submit({ accountId: account.id, type: 'gender', body: fs.createReadStream(input), inputName: path.basename(input), options: {} });
     return { jobId: job.id, accountId: account.id };
   } finally {

@@ -2,12 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config/load-config.js';
-import { JOB_STATUSES, TERMINAL_STATUSES, type ExportFilter } from '../../src/jobs/job-states.js';
+import { JOB_STATUSES, TERMINAL_STATUSES, type ExportFilter } from '../../src/storage/job-states.js';
 import { Worker } from '../../src/jobs/worker.js';
 import type { LookupOutcome, LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { openEngine, type Engine, type EngineOverrides } from '../../src/main/open-engine.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { silentLogger } from '../../src/shared/logger.js';
+import { STORE_KINDS, type StoreKind } from '../../src/storage/store.js';
+import { freshDatabase, postgresServerUrl } from './postgres-database.js';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 export const CLI = path.join(REPO_ROOT, 'dist/src/main/cli.js');
@@ -29,7 +31,24 @@ export interface TestEngine extends Engine {
   env: Record<string, string>;
 }
 
-/** A real engine (SQLite file, embedded S3 over the AWS SDK) in its own temp data dir. */
+/**
+ * The stores a guarantee suite runs on: `describe.each(TEST_STORES)`. SQLite always; PostgreSQL
+ * unless the run switched it off (SLUICE_TEST_POSTGRES=off).
+ */
+export const TEST_STORES: readonly StoreKind[] = postgresServerUrl() ? [STORE_KINDS.sqlite, STORE_KINDS.postgres] : [STORE_KINDS.sqlite];
+
+/**
+ * What to add to an engine's environment to put it on `store`: nothing for SQLite (the data dir's
+ * file), a database of its own for PostgreSQL. Every process given the same `env` shares it.
+ */
+export async function storeEnv(store: StoreKind): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
+  if (store === STORE_KINDS.sqlite) return { env: {}, drop: async () => undefined };
+  const db = await freshDatabase(`sluice_${store}`);
+  // Small pools: many test files run at once against the one server and its max_connections.
+  return { env: { SLUICE_DATABASE_URL: db.url, SLUICE_DATABASE_POOL_SIZE: '4' }, drop: db.drop };
+}
+
+/** A real engine (SQLite file or SLUICE_DATABASE_URL, embedded S3 over the AWS SDK) in its own temp data dir. */
 export async function openTestEngine(env: Record<string, string> = {}, clock?: Clock, overrides: Omit<EngineOverrides, 'clock'> = {}): Promise<TestEngine> {
   const dataDir = env.SLUICE_DATA_DIR ?? tempDir();
   const fullEnv = { ...SMALL_JOBS, ...env, SLUICE_DATA_DIR: dataDir };
@@ -44,19 +63,35 @@ export function writeFile(dir: string, name: string, content: string | Buffer): 
 }
 
 /**
- * The engines one test file opens: `const engines = engineScope(); afterEach(() => engines.closeAll());`
- * then `await engines.open(env)` in each test.
+ * The engines one test file opens: `const engines = engineScope(store); afterEach(() => engines.closeAll());`
+ * then `await engines.open(env)` in each test. On PostgreSQL each `open` without a
+ * SLUICE_DATABASE_URL of its own gets a fresh database, dropped by `closeAll`; pass an engine's
+ * `env` to open another on the same store.
  */
-export function engineScope() {
+export function engineScope(store: StoreKind = STORE_KINDS.sqlite) {
   const open: TestEngine[] = [];
+  const drops: (() => Promise<void>)[] = [];
   return {
-    async open(env: Record<string, string> = {}): Promise<TestEngine> {
-      const engine = await openTestEngine(env);
+    async open(env: Record<string, string> = {}, clock?: Clock): Promise<TestEngine> {
+      let full = env;
+      if (env.SLUICE_DATABASE_URL === undefined) {
+        const placed = await storeEnv(store);
+        drops.push(placed.drop);
+        full = { ...placed.env, ...env };
+      }
+      const engine = await openTestEngine(full, clock);
       open.push(engine);
       return engine;
     },
+    /** A store's env for processes this test starts itself (workers, the CLI). */
+    async env(): Promise<Record<string, string>> {
+      const placed = await storeEnv(store);
+      drops.push(placed.drop);
+      return placed.env;
+    },
     async closeAll(): Promise<void> {
       await Promise.all(open.splice(0).map((e) => e.close()));
+      await Promise.all(drops.splice(0).map((drop) => drop()));
     },
   };
 }
@@ -72,8 +107,8 @@ export async function resultText(engine: Engine, jobId: string, filter: ExportFi
 export async function runUntilSettled(engine: Engine, jobId: string, concurrency = 2): Promise<void> {
   await new Worker(engine.deps).run({
     concurrency,
-    until: () => {
-      const status = engine.deps.jobs.status(jobId);
+    until: async () => {
+      const status = await engine.deps.jobs.status(jobId);
       return status === JOB_STATUSES.paused || (status !== undefined && TERMINAL_STATUSES.has(status));
     },
   });
@@ -85,7 +120,7 @@ export async function runUntilSettled(engine: Engine, jobId: string, concurrency
  */
 export async function runUntilCompleted(engine: Engine, jobId: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  await new Worker(engine.deps).run({ concurrency: 1, until: () => engine.deps.jobs.status(jobId) === JOB_STATUSES.completed || Date.now() > deadline });
+  await new Worker(engine.deps).run({ concurrency: 1, until: async () => (await engine.deps.jobs.status(jobId)) === JOB_STATUSES.completed || Date.now() > deadline });
 }
 
 /**
