@@ -334,8 +334,8 @@ describe('bad requests, route by route', () => {
   });
 
   it('after the whole table: no job was made and nothing was charged', async () => {
-    expect(jobCount(h, account.id)).toBe(0);
-    expect(h.engine.deps.billing.requireAccount(account.id).credits).toBe(100);
+    expect(await jobCount(h, account.id)).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(account.id)).credits).toBe(100);
   });
 });
 
@@ -362,6 +362,6 @@ describe('failures inside the service', () => {
       deps.objects = original;
       dead.destroy();
     }
-    expect(jobCount(local, owner.id)).toBe(0);
+    expect(await jobCount(local, owner.id)).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 import { PassThrough, Readable } from 'node:stream';
 import { request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   bearer,
   closeHarnesses,
@@ -61,7 +61,7 @@ describe('a bulk gender job through the API', () => {
     expect(done.rows.found).toBeGreaterThanOrEqual(2);
     // maria, john and info are charged once each; the invalid row and the repeat are free.
     expect(done.credits_used).toBe(3);
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(97);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(97);
     expect(done.finished_at).not.toBeNull();
   });
 
@@ -149,8 +149,8 @@ describe('a bulk gender job through the API', () => {
     const other = json(await uploadCsv(h, a.key, 'email\nlucia@example.com\n'));
     await runUntilDone(h, [other.id]);
     expect(json(await get(h, a.key, `/api/jobs/${job.id}`))).toMatchObject({ status: 'cancelled', credits_used: 0, rows: { processed: 0 } });
-    expect(h.engine.deps.billing.chargeCountForJob(job.id)).toBe(0);
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(99);
+    expect(await h.engine.deps.billing.chargeCountForJob(job.id)).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(99);
   });
 
   it('another account\'s job is 404 for get, download and cancel, and absent from its list', async () => {
@@ -184,7 +184,7 @@ describe('a bulk gender job through the API', () => {
     expect((await get(h, readonlyKey, `/api/jobs/${job.id}`)).statusCode).toBe(200);
     expect((await uploadCsv(h, readonlyKey, CSV)).statusCode).toBe(403);
     expect((await h.app.inject({ method: 'POST', url: `/api/jobs/${job.id}/cancel`, headers: bearer(readonlyKey) })).statusCode).toBe(403);
-    expect(jobCount(h, a.id)).toBe(1);
+    expect(await jobCount(h, a.id)).toBe(1);
   });
 });
 
@@ -211,7 +211,7 @@ describe('limits on uploads', () => {
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(response.statusCode).toBe(402);
     expect(JSON.parse(text).error).toBe('Insufficient credits. Please top up your account.');
-    expect(jobCount(h, a.id)).toBe(0);
+    expect(await jobCount(h, a.id)).toBe(0);
     expect(storedObjects(h, 'inputs/')).toEqual([]);
   });
 
@@ -225,8 +225,8 @@ describe('limits on uploads', () => {
     expect(refused.statusCode).toBe(413);
     expectNoLeak(refused.body);
     expect(json(refused).error).toEqual(expect.any(String));
-    expect(jobCount(h, a.id)).toBe(0);
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(100);
+    expect(await jobCount(h, a.id)).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(100);
     expect(storedObjects(h, 'inputs/')).toEqual([]);
 
     const small = await uploadCsv(h, a.key, `email\n${'abcdefghij@example.com\n'.repeat(40)}`);
@@ -254,7 +254,7 @@ describe('limits on uploads', () => {
       expect(response.statusCode).toBe(413);
       await response.body.text();
     }
-    expect(jobCount(h, a.id)).toBe(0);
+    expect(await jobCount(h, a.id)).toBe(0);
     expect(storedObjects(h, 'inputs/')).toEqual([]);
   });
 
@@ -270,8 +270,8 @@ describe('limits on uploads', () => {
     expect(job).toMatchObject({ status: 'failed', reason: 'too_many_rows', credits_used: 0 });
     expect(job.downloads).toBeNull();
     expectNoLeak(JSON.stringify(job));
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(100);
-    expect(h.engine.deps.billing.chargeCountForJob(job.id)).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(100);
+    expect(await h.engine.deps.billing.chargeCountForJob(job.id)).toBe(0);
   });
 });
 
@@ -284,7 +284,7 @@ describe('Idempotency-Key', () => {
     expect(first.statusCode).toBe(202);
     expect(again.statusCode).toBe(202);
     expect(json(again).id).toBe(json(first).id);
-    expect(jobCount(h, a.id)).toBe(1);
+    expect(await jobCount(h, a.id)).toBe(1);
     expect(storedObjects(h, 'inputs/')).toHaveLength(1);
 
     // The key is per account: another account's identical request is its own job.
@@ -307,7 +307,7 @@ describe('Idempotency-Key', () => {
       expect(json(r).error).toEqual(expect.any(String));
       expectNoLeak(r.body);
     }
-    expect(jobCount(h, a.id)).toBe(1);
+    expect(await jobCount(h, a.id)).toBe(1);
     expect(storedObjects(h, 'inputs/')).toHaveLength(1);
     // And the original still replays.
     expect(json(await uploadCsv(h, a.key, CSV, { idempotencyKey: 'order-2' })).id).toBe(first.id);
@@ -320,7 +320,7 @@ describe('Idempotency-Key', () => {
     expect(refused.statusCode).toBe(422);
     const retry = await uploadCsv(h, a.key, CSV, { idempotencyKey: 'order-3' });
     expect(retry.statusCode).toBe(202);
-    expect(jobCount(h, a.id)).toBe(1);
+    expect(await jobCount(h, a.id)).toBe(1);
   });
 
   it('a retry after the job spent the whole balance still gets the original job, not 402', async () => {
@@ -328,7 +328,7 @@ describe('Idempotency-Key', () => {
     const a = await newAccount(h, { credits: 3 });
     const first = json(await uploadCsv(h, a.key, CSV, { idempotencyKey: 'order-4' }));
     await runUntilDone(h, [first.id]);
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(0);
 
     const retry = await uploadCsv(h, a.key, CSV, { idempotencyKey: 'order-4' });
     expect(retry.statusCode).toBe(202);
@@ -344,6 +344,8 @@ describe('Idempotency-Key', () => {
     const fileHead = partHead(boundary, { name: 'file', filename: 'slow.csv' });
     const csvBody = CSV;
 
+    // The first request's claim, watched through the store's own call: it is committed once the call resolves.
+    const claims = vi.spyOn(h.deps.idempotency, 'claim');
     // The first request sends its fields and half its file, then waits.
     const body = new PassThrough();
     body.write(fields + fileHead + csvBody.slice(0, 40));
@@ -352,15 +354,15 @@ describe('Idempotency-Key', () => {
       headers: { ...bearer(a.key), 'content-type': `multipart/form-data; boundary=${boundary}`, 'idempotency-key': 'order-5' },
       body,
     });
-    const claimed = () => h.engine.deps.db.prepare('SELECT COUNT(*) AS n FROM idempotency_keys WHERE key = ?').get('order-5') as { n: number };
     const deadline = Date.now() + 5_000;
-    while (claimed().n === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    expect(claimed().n).toBe(1);
+    while (claims.mock.results.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(claims.mock.results).toHaveLength(1);
+    expect(await claims.mock.results[0]!.value).toEqual({ state: 'new' });
 
     const second = await uploadCsv(h, a.key, CSV, { idempotencyKey: 'order-5' });
     expect(second.statusCode).toBe(409);
     expect(json(second).error).toEqual(expect.any(String));
-    expect(jobCount(h, a.id)).toBe(0);
+    expect(await jobCount(h, a.id)).toBe(0);
 
     body.end(`${csvBody.slice(40)}\r\n--${boundary}--\r\n`);
     const firstResponse = await first;
@@ -371,6 +373,6 @@ describe('Idempotency-Key', () => {
     const third = await uploadCsv(h, a.key, CSV, { idempotencyKey: 'order-5' });
     expect(third.statusCode).toBe(202);
     expect(json(third).id).toBe(firstJob.id);
-    expect(jobCount(h, a.id)).toBe(1);
+    expect(await jobCount(h, a.id)).toBe(1);
   });
 });

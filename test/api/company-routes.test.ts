@@ -13,7 +13,7 @@ const DIRECTORY = [
 
 async function harness(): Promise<ApiHarness> {
   const h = await openApiHarness({ SLUICE_RATE_LIMIT_PER_MINUTE: '100000' });
-  await importCompanies(h.engine.deps.db, Readable.from([Buffer.from(DIRECTORY)]), { maxLineBytes: 65_536 });
+  await importCompanies(h.engine.deps.store.companies, Readable.from([Buffer.from(DIRECTORY)]), { maxLineBytes: 65_536 });
   return h;
 }
 
@@ -56,7 +56,7 @@ describe('POST /api/agent/company', () => {
       total: 1,
       credits: 1,
     });
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(9);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(9);
   });
 
   it.each([
@@ -72,8 +72,8 @@ describe('POST /api/agent/company', () => {
     const body = json(await agent(h, key, { query }));
     expect(body.results.map((r: { name: string }) => r.name)).toEqual(names);
     expect(body).toMatchObject({ company: query, total: names.length, credits: names.length, profile: { name: names[0] } });
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(10 - names.length);
-    expect(h.engine.deps.billing.ledger(id).at(-1)).toMatchObject({ delta: -names.length, reason: 'charge', kind: 'company' });
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(10 - names.length);
+    expect((await h.engine.deps.billing.ledger(id)).at(-1)).toMatchObject({ delta: -names.length, reason: 'charge', kind: 'company' });
   });
 
   it('answers no match with an empty list, a null profile and 0 credits', async () => {
@@ -82,7 +82,7 @@ describe('POST /api/agent/company', () => {
     const response = await agent(h, key, { query: 'Nonexistent Holdings' });
     expect(response.statusCode).toBe(200);
     expect(json(response)).toEqual({ company: 'Nonexistent Holdings', results: [], profile: null, total: 0, credits: 0 });
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(10);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(10);
   });
 
   it('gives an account as many results as it can pay for, then answers 402 and charges nothing', async () => {
@@ -91,14 +91,14 @@ describe('POST /api/agent/company', () => {
     const capped = json(await agent(h, key, { query: 'acm' }));
     expect(capped).toMatchObject({ total: 2, credits: 2 });
     expect(capped.results.map((r: { name: string }) => r.name)).toEqual(['Acme', 'Acme Labs']);
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(0);
 
     for (const query of ['Acme', 'Nonexistent Holdings']) {
       const broke = await agent(h, key, { query });
       expect(broke.statusCode).toBe(402);
       expect(json(broke)).toEqual({ error: 'Insufficient credits. Please top up your account.', code: 'insufficient_credits' });
     }
-    expect(h.engine.deps.billing.ledger(id).filter((l) => l.reason === 'charge')).toHaveLength(1);
+    expect((await h.engine.deps.billing.ledger(id)).filter((l) => l.reason === 'charge')).toHaveLength(1);
   });
 
   it('refuses a missing or overlong query with 400 (free), and a bad key with the agent body', async () => {
@@ -109,7 +109,7 @@ describe('POST /api/agent/company', () => {
     const long = await agent(h, key, { query: 'x'.repeat(201) });
     expect(long.statusCode).toBe(400);
     expect(json(long)).toMatchObject({ code: 'company_too_long' });
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(10);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(10);
 
     for (const headers of [bearer('sluice_nope'), {}]) {
       const response = await h.app.inject({ method: 'POST', url: '/api/agent/company', headers, payload: { query: 'Acme' } });
@@ -134,7 +134,7 @@ describe('POST /api/bulk-company-search', () => {
       ],
       credits_used: 4,
     });
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(6);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(6);
   });
 
   it('takes 100 queries and refuses 101, an empty list or a blank query with 422, charging nothing', async () => {
@@ -145,12 +145,12 @@ describe('POST /api/bulk-company-search', () => {
       expect(response.statusCode, JSON.stringify(queries).slice(0, 40)).toBe(422);
       expect(json(response).error).toMatch(/^Invalid request/);
     }
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(1000);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(1000);
     const full = await bulk(h, key, { queries: Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? 'Acme' : `Company ${i}`)) });
     expect(full.statusCode).toBe(200);
     expect(json(full)).toMatchObject({ credits_used: 100 });
     expect(json(full).results).toHaveLength(100);
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(900);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(900);
   });
 
   it('is all or nothing: 402 when the balance cannot cover every query; 401 in the standard shape', async () => {
@@ -159,9 +159,9 @@ describe('POST /api/bulk-company-search', () => {
     const response = await bulk(h, key, { queries: ['Acme', 'Globex', 'Initech'] });
     expect(response.statusCode).toBe(402);
     expect(json(response)).toMatchObject({ code: 'insufficient_credits' });
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(2);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(2);
     expect((await bulk(h, key, { queries: ['Acme', 'Globex'] })).statusCode).toBe(200);
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(0);
 
     const anonymous = await h.app.inject({ method: 'POST', url: '/api/bulk-company-search', payload: { queries: ['Acme'] } });
     expect(anonymous.statusCode).toBe(401);

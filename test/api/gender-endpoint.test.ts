@@ -30,8 +30,9 @@ function lookup(h: ApiHarness, path: string, key: string | undefined, body: obje
   return h.app.inject({ method: 'POST', url: path, headers: auth, payload: body });
 }
 
-function billingRows(h: ApiHarness, address: string): number {
-  return (h.engine.deps.db.prepare('SELECT COUNT(*) AS n FROM billing_cache WHERE lookup_key = ?').get(address) as { n: number }).n;
+/** Whether the account ever paid for the address: a charge leaves it in the billing window. */
+async function billed(h: ApiHarness, accountId: string, address: string): Promise<boolean> {
+  return (await h.engine.deps.billing.freshlyBilled(accountId, 'gender', [address], 0)).has(address);
 }
 
 function providers(h: ApiHarness): Map<string, LookupProvider> {
@@ -68,7 +69,7 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
     expect(typeof body.probability).toBe('number');
     expect(body.probability).toBeGreaterThanOrEqual(0);
     expect(body.probability).toBeLessThanOrEqual(100);
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(9);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(9);
   });
 
   it('200: a repeat is free and says cached: true', async () => {
@@ -78,7 +79,7 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
     const again = json(await lookup(h, path, a.key, { email: 'JOHN.SMITH@example.com' }));
     expect(again).toEqual({ ...first, credits: 0, cached: true });
     expect(Object.keys(again).sort()).toEqual([...SPEC_FIELDS, 'cached'].sort());
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(9);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(9);
   });
 
   it('200: on the embedded engine, which answers locally, a repeat is free with no cached field', async () => {
@@ -87,8 +88,8 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
     const first = json(await lookup(h, path, a.key, { email: 'john.smith@example.com' }));
     const again = json(await lookup(h, path, a.key, { email: 'JOHN.SMITH@example.com' }));
     expect(again).toEqual({ ...first, credits: 0 });
-    expect((h.engine.deps.db.prepare('SELECT COUNT(*) AS n FROM result_cache').get() as { n: number }).n).toBe(0);
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(9);
+    expect((await h.engine.deps.results.getMany('gender', ['john.smith@example.com'], 0)).size).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(9);
   });
 
   it('200: an unknown verdict is billed like any result', async () => {
@@ -96,7 +97,7 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
     const a = await newAccount(h, { credits: 10 });
     const body = json(await lookup(h, path, a.key, { email: 'zorblax.smith@example.com' }));
     expect(body).toEqual({ email: 'zorblax.smith@example.com', gender: 'unknown', country: null, probability: 0, credits: 1 });
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(9);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(9);
   });
 
   it('400 Invalid request body for malformed JSON; 400 Invalid email address for a syntax failure; neither billed', async () => {
@@ -109,16 +110,16 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
       const r = await lookup(h, path, a.key, { email });
       expect({ email, status: r.statusCode, error: json(r).error }).toEqual({ email, status: 400, error: 'Invalid email address' });
     }
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(10);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(10);
   });
 
   it('401: API key required, bad key, and Unauthorized when the key\'s account cannot be used', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h, { credits: 10 });
-    const disabled = addKey(h, a.id);
-    h.deps.keys.setActive(disabled.keyId, false);
+    const disabled = await addKey(h, a.id);
+    await h.deps.keys.setActive(disabled.keyId, false);
     const b = await newAccount(h, { credits: 10 });
-    h.engine.deps.billing.setStatus(b.id, 'suspended');
+    await h.engine.deps.billing.setStatus(b.id, 'suspended');
 
     const cases: [string | undefined, string][] = [
       [undefined, 'API key required'],
@@ -131,7 +132,7 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
       const r = await lookup(h, path, key, { email: 'maria@example.com' });
       expect({ key, status: r.statusCode, body: json(r) }).toEqual({ key, status: 401, body: { error } });
     }
-    expect(h.engine.deps.billing.requireAccount(b.id).credits).toBe(10);
+    expect((await h.engine.deps.billing.requireAccount(b.id)).credits).toBe(10);
   });
 
   it('402 with the spec\'s text when the balance is empty, except for a free repeat', async () => {
@@ -142,7 +143,7 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
     const refused = await lookup(h, path, a.key, { email: 'john.smith@example.com' });
     expect(refused.statusCode).toBe(402);
     expect(json(refused).error).toBe('Insufficient credits. Please top up your account.');
-    expect(billingRows(h, 'john.smith@example.com')).toBe(0);
+    expect(await billed(h, a.id, 'john.smith@example.com')).toBe(false);
 
     const repeat = await lookup(h, path, a.key, { email: 'maria.rossi@example.com' });
     expect(repeat.statusCode).toBe(200);
@@ -170,9 +171,9 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
     expect(json(r).error).toBe('Gender lookup failed. Please try again.');
     expectNoLeak(r.body);
     expect(r.body).not.toContain('exploded');
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(10);
-    expect(billingRows(h, 'maria.rossi@example.com')).toBe(0);
-    expect(h.engine.deps.billing.ledger(a.id).filter((l) => l.reason === 'charge')).toEqual([]);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(10);
+    expect(await billed(h, a.id, 'maria.rossi@example.com')).toBe(false);
+    expect((await h.engine.deps.billing.ledger(a.id)).filter((l) => l.reason === 'charge')).toEqual([]);
 
     // Once the engine is back, the address is a first lookup: charged once, not a "free repeat".
     providers(h).set('gender', original);
@@ -186,8 +187,8 @@ describe.each(PATHS)('POST %s, the spec table row by row', (path) => {
     const r = await lookup(h, path, a.key, { email: 'maria.rossi@example.com' });
     expect(r.statusCode).toBe(503);
     expect(json(r).error).toBe('Gender lookup is temporarily unavailable');
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(10);
-    expect(billingRows(h, 'maria.rossi@example.com')).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(10);
+    expect(await billed(h, a.id, 'maria.rossi@example.com')).toBe(false);
   });
 });
 
@@ -195,10 +196,10 @@ describe('one billing window for both paths, for all keys, and for bulk jobs', (
   it('the two paths share it, and so do the account\'s keys', async () => {
     const h = await cachedHarness();
     const a = await newAccount(h, { credits: 10 });
-    const second = addKey(h, a.id, 'readonly');
+    const second = await addKey(h, a.id, 'readonly');
     expect(json(await lookup(h, PATHS[0], a.key, { email: 'lucia.garcia@example.com' })).credits).toBe(1);
     expect(json(await lookup(h, PATHS[1], second.key, { email: 'lucia.garcia@example.com' }))).toMatchObject({ credits: 0, cached: true });
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(9);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(9);
   });
 
   it('another account pays for its own first lookup, even when the answer is cached', async () => {
@@ -209,7 +210,7 @@ describe('one billing window for both paths, for all keys, and for bulk jobs', (
     const forB = json(await lookup(h, PATHS[0], b.key, { email: 'hans.muller@example.com' }));
     expect(forB.credits).toBe(1);
     expect(forB.cached).toBe(true);
-    expect(h.engine.deps.billing.requireAccount(b.id).credits).toBe(9);
+    expect((await h.engine.deps.billing.requireAccount(b.id)).credits).toBe(9);
   });
 
   it('concurrent lookups of one new address charge it once', async () => {
@@ -218,7 +219,7 @@ describe('one billing window for both paths, for all keys, and for bulk jobs', (
     const answers = await Promise.all(Array.from({ length: 6 }, () => lookup(h, PATHS[0], a.key, { email: 'sofia.martin@example.com' })));
     expect(answers.every((r) => r.statusCode === 200)).toBe(true);
     expect(answers.map((r) => json(r).credits as number).reduce((x, y) => x + y, 0)).toBe(1);
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(9);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(9);
   });
 
   it('an address charged in a bulk job is free here, and one looked up here is free in a later job', async () => {
@@ -227,14 +228,14 @@ describe('one billing window for both paths, for all keys, and for bulk jobs', (
 
     const job = json(await uploadCsv(h, a.key, 'email\nmaria.rossi@example.com\njohn.smith@example.com\n'));
     await runUntilDone(h, [job.id]);
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(98);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(98);
 
     const here = json(await lookup(h, PATHS[1], a.key, { email: 'Maria.Rossi@example.com' }));
     expect(here).toMatchObject({ email: 'maria.rossi@example.com', credits: 0, cached: true });
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(98);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(98);
 
     expect(json(await lookup(h, PATHS[0], a.key, { email: 'giulia.bianchi@example.com' })).credits).toBe(1);
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(97);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(97);
     const later = json(await uploadCsv(h, a.key, 'email\ngiulia.bianchi@example.com\nandrea.rossi@example.com\n'));
     await runUntilDone(h, [later.id]);
 
@@ -242,6 +243,6 @@ describe('one billing window for both paths, for all keys, and for bulk jobs', (
     expect(rows.find((r) => r.email === 'giulia.bianchi@example.com')).toMatchObject({ status: 'ok', credits: '0', cached: 'true' });
     expect(rows.find((r) => r.email === 'andrea.rossi@example.com')).toMatchObject({ status: 'ok', credits: '1' });
     expect(json(await h.app.inject({ method: 'GET', url: `/api/jobs/${later.id}`, headers: bearer(a.key) })).credits_used).toBe(1);
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(96);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(96);
   });
 });

@@ -91,7 +91,7 @@ describe('creating keys', () => {
     expect(new Date(body.created_at).toISOString()).toBe(body.created_at);
     expect((await use(h, body.key)).statusCode).toBe(200);
     // The key belongs to the session's account.
-    expect(h.deps.keys.check(body.key)).toMatchObject({ ok: true, key: { accountId: a.id } });
+    expect(await h.deps.keys.check(body.key)).toMatchObject({ ok: true, key: { accountId: a.id } });
   });
 
   it('refuses an expired session token', async () => {
@@ -124,24 +124,25 @@ describe('creating keys', () => {
   it('stores only a hash of the secret', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    const row = h.engine.deps.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(a.keyId) as Record<string, unknown>;
+    // Every stored column of the key, as the store holds it.
+    const row = (await h.engine.deps.store.keys.byId(a.keyId))!;
     expect(JSON.stringify(row)).not.toContain(a.key);
     expect(JSON.stringify(row)).not.toContain(a.key.slice('sluice_'.length));
-    expect(row.key_hash).toBe(createHash('sha256').update(a.key).digest('hex'));
+    expect(row.keyHash).toBe(createHash('sha256').update(a.key).digest('hex'));
   });
 
   it('lets roles create only keys of their own standing', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    const tech = addKey(h, a.id, 'tech');
-    const readonly = addKey(h, a.id, 'readonly');
+    const tech = await addKey(h, a.id, 'tech');
+    const readonly = await addKey(h, a.id, 'readonly');
 
     const techAdmin = await h.app.inject({ method: 'POST', url: '/api/account/keys', headers: bearer(tech.key), payload: { name: 'x', role: 'admin' } });
     expect(techAdmin.statusCode).toBe(403);
     expect(json(techAdmin).error).toBe('Insufficient permissions');
     const techTech = await h.app.inject({ method: 'POST', url: '/api/account/keys', headers: bearer(tech.key), payload: { name: 'x' } });
     expect(techTech.statusCode).toBe(200);
-    expect(h.deps.keys.get(json(techTech).id)!.role).toBe('tech');
+    expect((await h.deps.keys.get(json(techTech).id))!.role).toBe('tech');
     const fromReadonly = await h.app.inject({ method: 'POST', url: '/api/account/keys', headers: bearer(readonly.key), payload: { name: 'x', role: 'readonly' } });
     expect(fromReadonly.statusCode).toBe(403);
   });
@@ -151,7 +152,7 @@ describe('listing keys', () => {
   it('shows every key of the account with its prefix and state, and never a secret', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    const second = addKey(h, a.id, 'tech', 'second');
+    const second = await addKey(h, a.id, 'tech', 'second');
     const created = json(await h.app.inject({ method: 'POST', url: '/api/account/keys', headers: bearer(a.key), payload: { name: 'third' } }));
 
     const response = await h.app.inject({ method: 'GET', url: '/api/account/keys', headers: bearer(a.key) });
@@ -177,7 +178,7 @@ describe('disabling, enabling and revoking', () => {
   it('a disabled key is refused on its very next request over a kept-alive socket, and works again once enabled', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    const victim = addKey(h, a.id, 'admin', 'victim');
+    const victim = await addKey(h, a.id, 'admin', 'victim');
     const base = await listen(h);
     const get = (key: string) => fetch(`${base}/api/jobs`, { headers: bearer(key) });
 
@@ -201,7 +202,7 @@ describe('disabling, enabling and revoking', () => {
   it('a disabled key gets "bad key" on the gender endpoint', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    const victim = addKey(h, a.id);
+    const victim = await addKey(h, a.id);
     await h.app.inject({ method: 'PATCH', url: `/api/account/keys?id=${victim.keyId}&action=disable`, headers: bearer(a.key) });
     const r = await h.app.inject({ method: 'POST', url: '/api/email/gender', headers: bearer(victim.key), payload: { email: 'maria@example.com' } });
     expect(r.statusCode).toBe(401);
@@ -211,9 +212,9 @@ describe('disabling, enabling and revoking', () => {
   it('needs a non-readonly role to disable or enable; tech may', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    const readonly = addKey(h, a.id, 'readonly');
-    const tech = addKey(h, a.id, 'tech');
-    const target = addKey(h, a.id, 'admin', 'target');
+    const readonly = await addKey(h, a.id, 'readonly');
+    const tech = await addKey(h, a.id, 'tech');
+    const target = await addKey(h, a.id, 'admin', 'target');
 
     const refused = await h.app.inject({ method: 'PATCH', url: `/api/account/keys?id=${target.keyId}&action=disable`, headers: bearer(readonly.key) });
     expect(refused.statusCode).toBe(403);
@@ -228,7 +229,7 @@ describe('disabling, enabling and revoking', () => {
   it('a key revoked by the operator CLI is refused at once by the running server, and cannot be enabled again', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    const victim = addKey(h, a.id);
+    const victim = await addKey(h, a.id);
     expect((await use(h, victim.key)).statusCode).toBe(200);
 
     // The CLI builds its own key store over the same database, as another process would.
@@ -252,7 +253,7 @@ describe('disabling, enabling and revoking', () => {
   it('keys.revoke in the store is seen on the next request as well', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    expect(h.deps.keys.revoke(a.keyId, Date.now())).toBe(true);
+    expect(await h.deps.keys.revoke(a.keyId, Date.now())).toBe(true);
     expect(json(await use(h, a.key))).toEqual(UNAUTHORIZED);
   });
 });
@@ -262,7 +263,7 @@ describe('revealing a key', () => {
     const clock = new FakeClock(Date.now());
     const h = await openApiHarness({ SLUICE_KEY_REVEAL_SECONDS: '900' }, clock);
     const a = await newAccount(h);
-    const target = addKey(h, a.id, 'tech', 'to reveal');
+    const target = await addKey(h, a.id, 'tech', 'to reveal');
     const reveal = () => h.app.inject({ method: 'GET', url: `/api/account/keys/reveal?id=${target.keyId}`, headers: bearer(a.key) });
 
     clock.advance(899_000);
@@ -295,9 +296,9 @@ describe('revealing a key', () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
     const b = await newAccount(h);
-    const readonly = addKey(h, a.id, 'readonly');
-    const revoked = addKey(h, a.id);
-    h.deps.keys.revoke(revoked.keyId, Date.now());
+    const readonly = await addKey(h, a.id, 'readonly');
+    const revoked = await addKey(h, a.id);
+    await h.deps.keys.revoke(revoked.keyId, Date.now());
     const reveal = (key: string, query: string) => h.app.inject({ method: 'GET', url: `/api/account/keys/reveal${query}`, headers: bearer(key) });
 
     const cases: [string, string, number][] = [
@@ -326,11 +327,11 @@ describe('suspension and isolation', () => {
   it('a suspended account loses every key, its sessions and its logins', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    const second = addKey(h, a.id, 'readonly');
+    const second = await addKey(h, a.id, 'readonly');
     const token = json(await login(h, a.email, a.password)).token;
     const other = await newAccount(h);
 
-    h.engine.deps.billing.setStatus(a.id, 'suspended');
+    await h.engine.deps.billing.setStatus(a.id, 'suspended');
 
     for (const key of [a.key, second.key]) {
       expect(json(await use(h, key))).toEqual(UNAUTHORIZED);
@@ -360,7 +361,7 @@ describe('suspension and isolation', () => {
     }
     expect((await use(h, a.key)).statusCode).toBe(200);
     const created = json(await h.app.inject({ method: 'POST', url: '/api/account/keys', headers: bearer(b.key), payload: { name: 'b2' } }));
-    expect(h.deps.keys.get(created.id)!.accountId).toBe(b.id);
+    expect((await h.deps.keys.get(created.id))!.accountId).toBe(b.id);
     const listA = json(await h.app.inject({ method: 'GET', url: '/api/account/keys', headers: bearer(a.key) }));
     expect(listA.keys.map((k: { id: string }) => k.id)).toEqual([a.keyId]);
   });

@@ -8,7 +8,7 @@ const BREACHES = 'phone,breach,breached_at\n+49301234567,Acme,2019-05-01\n+49301
 
 async function harness(): Promise<ApiHarness> {
   const h = await openApiHarness();
-  await importBreaches(h.engine.deps.db, Readable.from([Buffer.from(BREACHES)]), { maxLineBytes: 65_536 });
+  await importBreaches(h.engine.deps.store.breaches, Readable.from([Buffer.from(BREACHES)]), { maxLineBytes: 65_536 });
   return h;
 }
 
@@ -33,7 +33,7 @@ describe('POST /api/agent/phone-breaches', () => {
     }
     const clean = json(await h.app.inject({ method: 'POST', url: '/api/agent/phone-breaches', headers: bearer(key), payload: { query: '+44 20 7946 0958' } }));
     expect(clean).toMatchObject({ phone: '+442079460958', breached: false, total_breaches: 0, credits: 1 });
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(7);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(7);
   });
 
   it('refuses a number without its country code (400, free), a bad key with the agent body, and an empty balance with 402', async () => {
@@ -50,7 +50,7 @@ describe('POST /api/agent/phone-breaches', () => {
     expect((await h.app.inject({ method: 'POST', url: '/api/agent/phone-breaches', headers: bearer(key), payload: { query: '+14155552671' } })).statusCode).toBe(200);
     const broke = await h.app.inject({ method: 'POST', url: '/api/agent/phone-breaches', headers: bearer(key), payload: { query: '+14155552671' } });
     expect(broke.statusCode).toBe(402);
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(0);
   });
 });
 
@@ -75,7 +75,7 @@ describe('/api/phone-jobs', () => {
     const again = json(await h.app.inject({ method: 'POST', url: '/api/phone-jobs', headers: bearer(key), payload: { feature: 'breaches', numbers, default_country: 'DE' } }));
     await runUntilDone(h, [again.id]);
     expect(json(await h.app.inject({ method: 'GET', url: `/api/phone-jobs?id=${again.id}`, headers: bearer(key) })).credits_used).toBe(0);
-    expect(h.engine.deps.billing.requireAccount(id).credits).toBe(97);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(97);
   });
 
   it('takes a CSV file in a multipart form with feature=breaches', async () => {
@@ -105,7 +105,7 @@ describe('/api/phone-jobs', () => {
     const response = await h.app.inject({ method: 'POST', url: '/api/phone-jobs', headers: bearer(key), payload });
     expect(response.statusCode).toBe(status);
     expect(json(response).error).toContain(field);
-    expect(h.engine.deps.jobs.list({ accountId: id, limit: 10, offset: 0 }).total).toBe(0);
+    expect((await h.engine.deps.jobs.list({ accountId: id, limit: 10, offset: 0 })).total).toBe(0);
   });
 
   it('answers 400 without an id and 404 for another account\'s job', async () => {

@@ -95,7 +95,7 @@ describe('the per-account rolling minute', () => {
   it('is shared by all keys of an account, and another account is unaffected', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    const second = addKey(h, a.id, 'readonly');
+    const second = await addKey(h, a.id, 'readonly');
     const b = await newAccount(h);
 
     const first = await spend(h, a.key, 100);
@@ -109,7 +109,7 @@ describe('the per-account rolling minute', () => {
       expect(limits(r)).toMatchObject({ limit: 200, remaining: 0 });
     }
     // A new key of the same account does not get a fresh budget either.
-    const third = addKey(h, a.id);
+    const third = await addKey(h, a.id);
     expect((await list(h, third.key)).statusCode).toBe(429);
 
     const other = await list(h, b.key);
@@ -165,7 +165,7 @@ describe('per-account overrides', () => {
   it('billing.setRateLimit raises the limit above the default', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
-    h.engine.deps.billing.setRateLimit(a.id, 250);
+    await h.engine.deps.billing.setRateLimit(a.id, 250);
     const all = await spend(h, a.key, 251);
     expect(all.slice(0, 250).every((r) => r.statusCode === 200)).toBe(true);
     expect(all[250]!.statusCode).toBe(429);
@@ -177,7 +177,7 @@ describe('headers on every authenticated response', () => {
   it('success and error answers alike carry the limit state', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h, { credits: 0 });
-    const readonly = addKey(h, a.id, 'readonly');
+    const readonly = await addKey(h, a.id, 'readonly');
 
     const answers: [string, LightMyRequestResponse][] = [
       ['list 200', await list(h, a.key)],
@@ -207,7 +207,7 @@ describe('headers on every authenticated response', () => {
     const upload = await uploadCsv(h, a.key, 'email\nmaria@example.com\n');
     expect(upload.statusCode).toBe(429);
     expect(upload.headers['retry-after']).toBeDefined();
-    expect(h.engine.deps.billing.requireAccount(a.id).credits).toBe(10);
-    expect(h.engine.deps.jobs.list({ accountId: a.id, limit: 10, offset: 0 }).total).toBe(0);
+    expect((await h.engine.deps.billing.requireAccount(a.id)).credits).toBe(10);
+    expect((await h.engine.deps.jobs.list({ accountId: a.id, limit: 10, offset: 0 })).total).toBe(0);
   });
 });

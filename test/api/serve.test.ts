@@ -55,7 +55,7 @@ describe('sluice serve as a process', () => {
     expect(Date.now() - signalled).toBeLessThan(STOP_WITHIN_MS);
     expect(server.stderr()).toContain('stopping');
     expect(server.stderr()).not.toMatch(/\n\s+at /);
-    await expect(fetch(`${server.baseUrl}/healthz`)).rejects.toThrow();
+    await expect(() => fetch(`${server.baseUrl}/healthz`)).rejects.toThrow();
   });
 
   it('on SIGTERM lets an upload in flight finish (202), then exits 0', async () => {

@@ -1,7 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../support/test-engine.js';
+
+// Not test-engine's REPO_ROOT: reading source files must not need the engine to load.
+const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** Every .ts source file (tests excluded) with the project files it imports. */
 function graph(): Map<string, string[]> {
@@ -76,5 +79,109 @@ describe('module dependencies', () => {
     };
     for (const file of edges.keys()) visit(file, []);
     expect(cycles).toEqual([]);
+  });
+});
+
+/** The adapters: the only places that may hold a database driver or a transaction. */
+const ADAPTER_DIRS = ['src/storage/sqlite/', 'src/storage/postgres/'];
+
+/** better-sqlite3 and node-postgres, with the packages and subpaths that are the same drivers. */
+const DRIVER = /^(better-sqlite3|pg|pg-pool|pg-cursor|pg-query-stream|pg-native|sqlite3|node:sqlite)(\/.*)?$/;
+
+/** A statement that opens a transaction by hand, at the start of SQL text or after a `;`. */
+const OPENS_TRANSACTION = /(^|;)\s*(BEGIN|START\s+TRANSACTION)\b/i;
+
+/**
+ * Where `text` reaches for a database on its own: a driver imported in any form (value, type-only,
+ * re-export, `import()`, `require`, an `import('pg').Pool` type), a `.transaction` method, or SQL
+ * that runs BEGIN. Comments do not count; code and string literals do.
+ */
+function databaseReach(fileName: string, text: string): string[] {
+  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const found: string[] = [];
+  const at = (node: ts.Node, what: string) => found.push(`${fileName}:${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}: ${what}`);
+  const specifier = (node: ts.Node | undefined) => (node && ts.isStringLiteralLike(node) ? node.text : undefined);
+  const visit = (node: ts.Node): void => {
+    let module: string | undefined;
+    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) module = specifier(node.moduleSpecifier);
+    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) module = specifier(node.moduleReference.expression);
+    else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) module = specifier(node.argument.literal);
+    else if (ts.isCallExpression(node) && (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))) {
+      module = specifier(node.arguments[0]);
+    }
+    if (module !== undefined && DRIVER.test(module)) at(node, `imports ${module}`);
+    if (ts.isPropertyAccessExpression(node) && node.name.text === 'transaction') at(node.name, 'uses .transaction');
+    if (ts.isElementAccessExpression(node) && specifier(node.argumentExpression) === 'transaction') at(node, 'uses .transaction');
+    if (ts.isStringLiteralLike(node) || ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) {
+      const statement = OPENS_TRANSACTION.exec(node.text);
+      if (statement) at(node, `runs ${statement[2]!.replace(/\s+/g, ' ')}`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/** Every .ts file under src/ and pipelines/, unit tests beside the code included, outside the adapters. */
+function filesOutsideAdapters(): string[] {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      const relative = path.relative(REPO_ROOT, full) + (entry.isDirectory() ? '/' : '');
+      if (entry.isDirectory()) {
+        if (!ADAPTER_DIRS.includes(relative)) walk(full);
+      } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) files.push(relative);
+    }
+  };
+  walk(path.join(REPO_ROOT, 'src'));
+  walk(path.join(REPO_ROOT, 'pipelines'));
+  return files;
+}
+
+describe('the database behind the store port', () => {
+  it.each([
+    ["import Database from 'better-sqlite3';", 'imports better-sqlite3'],
+    ["import type { Database } from 'better-sqlite3';", 'imports better-sqlite3'],
+    ["import pg from 'pg';", 'imports pg'],
+    ["import { type Pool } from 'pg';", 'imports pg'],
+    ["import type { QueryResult } from 'pg';", 'imports pg'],
+    ["export type { PoolClient } from 'pg';", 'imports pg'],
+    ["import 'pg';", 'imports pg'],
+    ["import Pool from 'pg-pool';", 'imports pg-pool'],
+    ["const pg = await import('pg');", 'imports pg'],
+    ["import pg = require('pg');", 'imports pg'],
+    ["const Database = require('better-sqlite3');", 'imports better-sqlite3'],
+    ["let client: import('pg').PoolClient;", 'imports pg'],
+    ['db.transaction(() => run()).immediate();', 'uses .transaction'],
+    ['await store.db.transaction(async (tx) => tx.query(sql));', 'uses .transaction'],
+    ["db['transaction'](() => run());", 'uses .transaction'],
+    ["db.exec('BEGIN IMMEDIATE');", 'runs BEGIN'],
+    ["await client.query('begin');", 'runs begin'],
+    ['await client.query(`START TRANSACTION ISOLATION LEVEL ${level}`);', 'runs START TRANSACTION'],
+    ["db.exec('SAVEPOINT a; BEGIN');", 'runs BEGIN'],
+  ])('%s is found', (code, what) => {
+    expect(databaseReach('probe.ts', code)).toEqual([`probe.ts:1: ${what}`]);
+  });
+
+  it.each([
+    "import { openStore } from '../storage/open-store.js';",
+    "import pgFormat from 'pg-format-like';",
+    "import { Pgp } from './pg';",
+    '// the adapter opens its transaction with BEGIN IMMEDIATE',
+    '/** SQLite runs `BEGIN IMMEDIATE` here. */ const x = 1;',
+    'await jobs.transition(id, "paused", { now });',
+    "log.info('the job will begin once a worker is free');",
+  ])('%s is not', (code) => {
+    expect(databaseReach('probe.ts', code)).toEqual([]);
+  });
+
+  it('is reached only by the adapters: no file under src/ or pipelines/ outside them imports a driver, uses .transaction or runs BEGIN', () => {
+    const files = filesOutsideAdapters();
+    expect(files).toContain('src/storage/store.ts');
+    expect(files).toContain('src/jobs/process-batch.ts');
+    expect(files.some((f) => ADAPTER_DIRS.some((dir) => f.startsWith(dir)))).toBe(false);
+    const offenders = files.flatMap((file) => databaseReach(file, fs.readFileSync(path.join(REPO_ROOT, file), 'utf8')));
+    expect(offenders).toEqual([]);
   });
 });

@@ -45,9 +45,9 @@ describe('a worker process stopped with SIGTERM in the middle of a job', () => {
     const reference = (async () => {
       const engine = await openTestEngine({ ...ENV, SLUICE_DATA_DIR: path.join(dir, 'reference-data') });
       engines.push(engine);
-      engine.deps.billing.createAccount({ id: 'acc', credits: 100_000, now: Date.now() });
+      await engine.deps.billing.createAccount({ id: 'acc', credits: 100_000, now: Date.now() });
       const run = await runJob(engine, { file: input, type: 'gender', accountId: 'acc', outDir: path.join(dir, 'reference') });
-      return { run, balance: engine.deps.billing.requireAccount('acc').credits };
+      return { run, balance: (await engine.deps.billing.requireAccount('acc')).credits };
     })();
 
     const env = cliEnv(dataDir, ENV);
@@ -87,9 +87,9 @@ describe('a worker process stopped with SIGTERM in the middle of a job', () => {
       const actual = await streamToBuffer(await resumed.jobService.openResult(jobId, filter));
       expect(actual.equals(fs.readFileSync(clean.files[filter]!)), `${filter}.csv differs from the uninterrupted run`).toBe(true);
     }
-    const finished = resumed.jobService.get(jobId);
+    const finished = await resumed.jobService.get(jobId);
     expect(finished.creditsUsed).toBe(clean.summary.credits_used);
-    expect(resumed.deps.billing.chargeCountForJob(jobId)).toBe(clean.summary.credits_used);
-    expect(resumed.deps.billing.requireAccount('acc').credits).toBe(balance);
+    expect(await resumed.deps.billing.chargeCountForJob(jobId)).toBe(clean.summary.credits_used);
+    expect((await resumed.deps.billing.requireAccount('acc')).credits).toBe(balance);
   });
 });

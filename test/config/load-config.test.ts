@@ -15,6 +15,8 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   s3AccessKeyId: (c) => c.s3.accessKeyId,
   s3SecretAccessKey: (c) => c.s3.secretAccessKey,
   s3ForcePathStyle: (c) => c.s3.forcePathStyle,
+  databaseUrl: (c) => c.database.url,
+  databasePoolSize: (c) => c.database.poolSize,
   sqliteSynchronous: (c) => c.sqlite.synchronous,
   sqliteBusyTimeoutMs: (c) => c.sqlite.busyTimeoutMs,
   sqliteCacheMb: (c) => c.sqlite.cacheMb,
@@ -115,6 +117,9 @@ describe('loadConfig rejects a bad value with bad_config and the variable name',
     { what: 'a secret without its access key', env: { SLUICE_S3_SECRET_ACCESS_KEY: 's3cret' }, variable: 'SLUICE_S3_ACCESS_KEY_ID' },
     { what: 'a phone provider URL that is no URL', env: { SLUICE_PHONE_PROVIDER_URL: 'breaches box' }, variable: 'SLUICE_PHONE_PROVIDER_URL' },
     { what: 'a company provider URL that is not http(s)', env: { SLUICE_COMPANY_PROVIDER_URL: 'ftp://companies:21' }, variable: 'SLUICE_COMPANY_PROVIDER_URL' },
+    { what: 'a database URL that is not PostgreSQL', env: { SLUICE_DATABASE_URL: 'mysql://sluice:hunter2@db.test:3306/sluice' }, variable: 'SLUICE_DATABASE_URL' },
+    { what: 'a database URL that is no URL', env: { SLUICE_DATABASE_URL: 'postgres://sluice:hunter2@db box:5432/sluice' }, variable: 'SLUICE_DATABASE_URL' },
+    { what: 'an empty connection pool', env: { SLUICE_DATABASE_POOL_SIZE: '0' }, variable: 'SLUICE_DATABASE_POOL_SIZE' },
     { what: 'batch rows above chunk rows', env: { SLUICE_CHUNK_ROWS: '500', SLUICE_BATCH_ROWS: '501' }, variable: 'SLUICE_BATCH_ROWS' },
   ];
 
@@ -131,6 +136,18 @@ describe('loadConfig rejects a bad value with bad_config and the variable name',
   it('quotes the offending value, so a typo is visible in the message', () => {
     expect(failure({ SLUICE_CHUNK_ROWS: '25k' }).message).toContain('"25k"');
     expect(failure({ SLUICE_LOG_LEVEL: 'verbose' }).message).toContain('"verbose"');
+  });
+
+  // A database URL carries its password: echoed, it would land in every log that records the failure.
+  it.each([
+    ['not PostgreSQL', 'mysql://sluice:hunter2@db.test:3306/sluice'],
+    ['no URL at all', 'postgres://sluice:hunter2@db box:5432/sluice'],
+  ])('a database URL that is %s is refused without repeating its password', (_what, raw) => {
+    const error = failure({ SLUICE_DATABASE_URL: raw });
+    expect(error.code).toBe('bad_config');
+    expect(error.message).toContain('SLUICE_DATABASE_URL');
+    const everything = [error.message, error.stack ?? '', JSON.stringify(error.details), String(error.cause ?? '')].join('\n');
+    expect(everything).not.toContain('hunter2');
   });
 });
 
@@ -182,6 +199,13 @@ describe('loadConfig accepts what it documents', () => {
       company: { url: undefined, auth: undefined },
     });
   });
+
+  it.each(['postgres://sluice:pw@127.0.0.1:5432/sluice', 'postgresql://sluice@db.internal/sluice?sslmode=require'])(
+    'takes the PostgreSQL URL %s as written, and its pool size',
+    (raw) => {
+      expect(loadConfig({ SLUICE_DATABASE_URL: raw, SLUICE_DATABASE_POOL_SIZE: '25' }).database).toEqual({ url: raw, poolSize: 25 });
+    },
+  );
 
   it('takes an access key together with its secret', () => {
     expect(loadConfig({ SLUICE_S3_ACCESS_KEY_ID: 'AK', SLUICE_S3_SECRET_ACCESS_KEY: 'SK' }).s3).toMatchObject({ accessKeyId: 'AK', secretAccessKey: 'SK' });

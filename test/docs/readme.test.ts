@@ -12,6 +12,15 @@ import { WORKER_USAGE } from '../../src/cli/worker-command.js';
 import { SETTINGS } from '../../src/config/load-config.js';
 
 const README = fs.readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
+/**
+ * The variables that steer a test run (an outside PostgreSQL, or none), read by the suite's global
+ * setup rather than by loadConfig: taken from that file, so the README cannot name one it dropped.
+ */
+const TEST_RUN_VARIABLES = [
+  ...new Set(
+    [...fs.readFileSync(path.resolve(import.meta.dirname, '../support/postgres-global-setup.ts'), 'utf8').matchAll(/process\.env\.(SLUICE_[A-Z0-9_]+)/g)].map((m) => m[1]!),
+  ),
+];
 const USAGE_LINES = [SERVE_USAGE, RUN_USAGE, WORKER_USAGE, ...JOBS_USAGE, ...ACCOUNTS_USAGE, ...KEYS_USAGE, ...IMPORT_USAGE_LINES, DEMO_USAGE];
 
 /** The settings table's row for one variable: the line that starts with its name in a cell. */
@@ -33,10 +42,20 @@ describe('README.md settings table', () => {
     expect(row).toContain(documentedDefault(fallback));
   });
 
-  it('names no SLUICE_* variable that loadConfig does not know', () => {
-    const known = new Set(settings.map((s) => s.name));
+  it('names no SLUICE_* variable that loadConfig or the test run does not know', () => {
+    const known = new Set([...settings.map((s) => s.name), ...TEST_RUN_VARIABLES]);
     const mentioned = new Set(README.match(/\bSLUICE_[A-Z0-9_]+\b/g) ?? []);
     expect([...mentioned].filter((name) => !known.has(name))).toEqual([]);
+  });
+});
+
+describe('README.md on running the tests', () => {
+  it('finds the variables the test run reads', () => {
+    expect(TEST_RUN_VARIABLES.length).toBeGreaterThan(0);
+  });
+
+  it.each(TEST_RUN_VARIABLES.map((name) => [name]))('explains %s', (name) => {
+    expect(README).toMatch(new RegExp(`\\b${name}=`));
   });
 });
 

@@ -5,19 +5,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { importCommand, importCompanies } from '../../src/cli/import-command.js';
 import type { CliIo } from '../../src/cli/cli-io.js';
 import { runJob } from '../../src/cli/run-command.js';
+import { nameKey } from '../../src/lookups/company/company-names.js';
 import { EmbeddedCompanyDirectory } from '../../src/lookups/company/embedded-company-directory.js';
 import { isAppError } from '../../src/shared/errors.js';
+import { openDatabase } from '../../src/storage/sqlite/open-database.js';
+import { COMPANY_KEYS, STORE_KINDS } from '../../src/storage/store.js';
 import { bearer, closeHarnesses, json, multipart, newAccount, openApiHarness, runUntilDone } from '../support/api-harness.js';
 import { resultRecords } from '../support/csv-fixture.js';
-import { engineScope, writeFile, type TestEngine } from '../support/test-engine.js';
-
-const engines = engineScope();
-afterEach(async () => {
-  await engines.closeAll();
-  await closeHarnesses();
-});
-
-const engine = (): Promise<TestEngine> => engines.open();
+import { engineScope, TEST_STORES, writeFile, type TestEngine } from '../support/test-engine.js';
 
 const DIRECTORY = [
   'Name,Domain,Description,Industry,Employee Count,Country,Website,Ticker',
@@ -41,148 +36,175 @@ function captureIo(): { io: CliIo; stdout: () => string } {
   return { io: { stdout: out as unknown as NodeJS.WriteStream, stderr: new PassThrough() as unknown as NodeJS.WriteStream }, stdout: () => text };
 }
 
-function count(e: TestEngine): number {
-  return (e.deps.db.prepare('SELECT COUNT(*) AS n FROM companies').get() as { n: number }).n;
+/** Every name, valid or not, that DIRECTORY and the corrections below give a company. */
+const NAMES = ['Acme', 'Acme Labs', 'Acme Research', 'Globex Corporation', 'Initech', 'Umbrella Holdings', 'Bad Domain', 'Many'];
+
+/** The names of the stored companies that any of NAMES finds by name key, sorted: a repeat would show twice. */
+async function storedNames(e: TestEngine): Promise<string[]> {
+  const groups = await e.deps.store.companies.byKey(COMPANY_KEYS.name, NAMES.map(nameKey));
+  return [...groups.values()].flat().map((c) => c.name).sort();
 }
 
-/** FTS5's own check that an external-content index matches its table: it throws if not. */
+/**
+ * FTS5's own check that an external-content index matches its table: it throws if not. SQLite
+ * only, through the file, since the port has no such operation: PostgreSQL's indexes are on the
+ * table itself and cannot fall out of step with it.
+ */
 function checkIndexes(e: TestEngine): void {
-  e.deps.db.exec("INSERT INTO companies_words (companies_words) VALUES ('integrity-check')");
-  e.deps.db.exec("INSERT INTO companies_trigrams (companies_trigrams) VALUES ('integrity-check')");
+  if (e.deps.store.kind !== STORE_KINDS.sqlite) return;
+  const db = openDatabase(path.join(e.dataDir, 'sluice.db'), e.config.sqlite);
+  try {
+    db.exec("INSERT INTO companies_words (companies_words) VALUES ('integrity-check')");
+    db.exec("INSERT INTO companies_trigrams (companies_trigrams) VALUES ('integrity-check')");
+  } finally {
+    db.close();
+  }
 }
 
-describe('sluice import companies', () => {
-  it('stores each company once, counts bad rows without failing, and a re-import changes nothing', async () => {
-    const e = await engine();
-    const file = writeFile(e.dataDir, 'companies.csv', DIRECTORY);
-    const first = captureIo();
-    expect(await importCommand(e, ['companies', file, '--json'], first.io)).toBe(0);
-    expect(JSON.parse(first.stdout())).toEqual({
-      file,
-      rows: 8,
-      imported: 5,
-      updated: 0,
-      unchanged: 0,
-      invalid: 3,
-      invalid_by_code: { empty_value: 1, invalid_domain: 1, invalid_employee_count: 1 },
-      first_invalid: [
-        { row: 7, code: 'empty_value' },
-        { row: 8, code: 'invalid_domain' },
-        { row: 9, code: 'invalid_employee_count' },
-      ],
+describe.each(TEST_STORES)('companies on %s', (store) => {
+  const engines = engineScope(store);
+  afterEach(async () => {
+    // Harnesses first: their engines hold connections to databases that closeAll drops.
+    await closeHarnesses();
+    await engines.closeAll();
+  });
+  const engine = (): Promise<TestEngine> => engines.open();
+  const harness = async () => openApiHarness(await engines.env());
+
+  describe('sluice import companies', () => {
+    it('stores each company once, counts bad rows without failing, and a re-import changes nothing', async () => {
+      const e = await engine();
+      const file = writeFile(e.dataDir, 'companies.csv', DIRECTORY);
+      const first = captureIo();
+      expect(await importCommand(e, ['companies', file, '--json'], first.io)).toBe(0);
+      expect(JSON.parse(first.stdout())).toEqual({
+        file,
+        rows: 8,
+        imported: 5,
+        updated: 0,
+        unchanged: 0,
+        invalid: 3,
+        invalid_by_code: { empty_value: 1, invalid_domain: 1, invalid_employee_count: 1 },
+        first_invalid: [
+          { row: 7, code: 'empty_value' },
+          { row: 8, code: 'invalid_domain' },
+          { row: 9, code: 'invalid_employee_count' },
+        ],
+      });
+      const acme = await e.deps.store.companies.byKey(COMPANY_KEYS.domain, ['acme.com']);
+      expect(acme.get('acme.com')).toMatchObject([{ name: 'Acme', domain: 'acme.com', employee_count: 1200, extra: '{"ticker":"ACME"}' }]);
+      expect(await storedNames(e)).toEqual(['Acme', 'Acme Labs', 'Globex Corporation', 'Initech', 'Umbrella Holdings']);
+
+      const again = await importCompanies(e.deps.store.companies, fs.createReadStream(file), { maxLineBytes: 65_536 });
+      expect(again).toMatchObject({ rows: 8, imported: 0, updated: 0, unchanged: 5, invalid: 3 });
+      expect(await storedNames(e)).toEqual(['Acme', 'Acme Labs', 'Globex Corporation', 'Initech', 'Umbrella Holdings']);
+      checkIndexes(e);
     });
-    const acme = e.deps.db.prepare("SELECT domain, employee_count, extra FROM companies WHERE name = 'Acme'").get();
-    expect(acme).toEqual({ domain: 'acme.com', employee_count: 1200, extra: '{"ticker":"ACME"}' });
 
-    const again = await importCompanies(e.deps.db, fs.createReadStream(file), { maxLineBytes: 65_536 });
-    expect(again).toMatchObject({ rows: 8, imported: 0, updated: 0, unchanged: 5, invalid: 3 });
-    expect(count(e)).toBe(5);
-    checkIndexes(e);
+    it('updates a company in place by domain, or by name without one, and keeps the search indexes in step', async () => {
+      const e = await engine();
+      await importCompanies(e.deps.store.companies, fs.createReadStream(writeFile(e.dataDir, 'a.csv', DIRECTORY)), { maxLineBytes: 65_536 });
+      const fix = ['name,domain,industry', 'Acme Research,acmelabs.io,Research', 'INITECH,,Consulting'].join('\n');
+      const summary = await importCompanies(e.deps.store.companies, fs.createReadStream(writeFile(e.dataDir, 'b.csv', fix)), { maxLineBytes: 65_536 });
+      expect(summary).toMatchObject({ imported: 0, updated: 2, unchanged: 0 });
+      expect(await storedNames(e)).toEqual(['Acme', 'Acme Research', 'Globex Corporation', 'INITECH', 'Umbrella Holdings']);
+      checkIndexes(e);
+
+      const directory = new EmbeddedCompanyDirectory(e.deps.store.companies);
+      const [research, labs, initech] = await directory.lookup(['name:research', 'name:acme labs', 'name:initech']);
+      expect(research).toMatchObject({ ok: true, result: { match: 'near', results: [{ name: 'Acme Research', domain: 'acmelabs.io' }] } });
+      // The old name left both indexes: neither its words nor its trigrams find it any more.
+      expect(labs).toEqual({ ok: true, result: { match: null, results: [] } });
+      expect(initech).toMatchObject({ ok: true, result: { match: 'name', results: [{ name: 'INITECH', industry: 'Consulting', description: null }] } });
+    });
+
+    it('refuses a file without a name column', async () => {
+      const e = await engine();
+      const file = writeFile(e.dataDir, 'c.csv', 'company,domain\nAcme,acme.com\n');
+      await expect(() => importCompanies(e.deps.store.companies, fs.createReadStream(file), { maxLineBytes: 65_536 })).rejects.toSatisfy((err) => isAppError(err, 'column_not_found'));
+    });
   });
 
-  it('updates a company in place by domain, or by name without one, and keeps the search indexes in step', async () => {
-    const e = await engine();
-    await importCompanies(e.deps.db, fs.createReadStream(writeFile(e.dataDir, 'a.csv', DIRECTORY)), { maxLineBytes: 65_536 });
-    const fix = ['name,domain,industry', 'Acme Research,acmelabs.io,Research', 'INITECH,,Consulting'].join('\n');
-    const summary = await importCompanies(e.deps.db, fs.createReadStream(writeFile(e.dataDir, 'b.csv', fix)), { maxLineBytes: 65_536 });
-    expect(summary).toMatchObject({ imported: 0, updated: 2, unchanged: 0 });
-    expect(count(e)).toBe(5);
-    checkIndexes(e);
+  describe('a company job', () => {
+    it('answers exact names, domains and near names, charges each key once, and lets invalid rows, repeats and reruns go free', async () => {
+      const e = await engine();
+      await importCompanies(e.deps.store.companies, fs.createReadStream(writeFile(e.dataDir, 'd.csv', DIRECTORY)), { maxLineBytes: 65_536 });
+      const input = writeFile(e.dataDir, 'in.csv', INPUT);
+      const account = await e.deps.billing.createAccount({ credits: 100, now: Date.now() });
 
-    const directory = new EmbeddedCompanyDirectory(e.deps.db);
-    const [research, labs, initech] = await directory.lookup(['name:research', 'name:acme labs', 'name:initech']);
-    expect(research).toMatchObject({ ok: true, result: { match: 'near', results: [{ name: 'Acme Research', domain: 'acmelabs.io' }] } });
-    // The old name left both indexes: neither its words nor its trigrams find it any more.
-    expect(labs).toEqual({ ok: true, result: { match: null, results: [] } });
-    expect(initech).toMatchObject({ ok: true, result: { match: 'name', results: [{ name: 'INITECH', industry: 'Consulting', description: null }] } });
+      const run = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
+      expect(run.summary).toMatchObject({ status: 'completed', type: 'company', credits_used: 7 });
+      expect(run.summary.rows).toMatchObject({ total: 9, processed: 9, found: 7, invalid: 1, duplicate: 1, error: 0 });
+
+      const all = await resultRecords(fs.readFileSync(run.files.all!));
+      expect(Object.keys(all[0]!)).toEqual([
+        'id', 'company', 'company_name', 'company_domain', 'company_industry', 'company_employee_count', 'company_country',
+        'company_website', 'company_description', 'company_match', 'status', 'credits', 'cached', 'error',
+      ]);
+      const pick = (r: Record<string, string>) => [r.id, r.company_name, r.company_domain, r.company_match, r.status, r.credits, r.error];
+      expect(all.map(pick)).toEqual([
+        ['1', 'Acme', 'acme.com', 'name', 'ok', '1', ''],
+        ['2', 'Acme', 'acme.com', 'domain', 'ok', '1', ''],
+        ['3', 'Acme', 'acme.com', 'near', 'ok', '1', ''],
+        ['4', 'Globex Corporation', 'globex.com', 'near', 'ok', '1', ''],
+        ['5', 'Umbrella Holdings', 'umbrella.example', 'near', 'ok', '1', ''],
+        ['6', 'Globex Corporation', 'globex.com', 'domain', 'ok', '1', ''],
+        ['7', '', '', '', 'ok', '1', ''],
+        ['8', 'Acme', 'acme.com', 'name', 'duplicate', '0', ''],
+        ['9', '', '', '', 'invalid', '0', 'empty_value'],
+      ]);
+      expect(all[0]).toMatchObject({ company_industry: 'Manufacturing', company_employee_count: '1200', company_country: 'US', company_website: 'https://acme.com', company_description: 'Anvils and rockets' });
+      const found = await resultRecords(fs.readFileSync(run.files.found!));
+      expect(found.map((r) => r.id)).toEqual(['1', '2', '3', '4', '5', '6', '8']);
+      expect((await e.deps.billing.requireAccount(account.id)).credits).toBe(93);
+
+      const rerun = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'b') });
+      expect(rerun.summary.credits_used).toBe(0);
+      expect((await e.deps.billing.requireAccount(account.id)).credits).toBe(93);
+    });
+
+    it('sees companies imported after an earlier answer, still free within the window', async () => {
+      const e = await engine();
+      const input = writeFile(e.dataDir, 'in.csv', 'company\nHooli\n');
+      const account = await e.deps.billing.createAccount({ credits: 10, now: Date.now() });
+      const before = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
+      expect((await resultRecords(fs.readFileSync(before.files.all!)))[0]).toMatchObject({ company_name: '', credits: '1' });
+
+      await importCompanies(e.deps.store.companies, fs.createReadStream(writeFile(e.dataDir, 'd.csv', 'name,domain\nHooli XYZ,hooli.xyz\n')), { maxLineBytes: 65_536 });
+      const after = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'b') });
+      expect((await resultRecords(fs.readFileSync(after.files.all!)))[0]).toMatchObject({ company_name: 'Hooli XYZ', company_match: 'near', credits: '0', cached: 'false' });
+    });
   });
 
-  it('refuses a file without a name column', async () => {
-    const e = await engine();
-    const file = writeFile(e.dataDir, 'c.csv', 'company,domain\nAcme,acme.com\n');
-    await expect(importCompanies(e.deps.db, fs.createReadStream(file), { maxLineBytes: 65_536 })).rejects.toSatisfy((err) => isAppError(err, 'column_not_found'));
-  });
-});
+  describe('a company file whose key column is not headed company', () => {
+    it('fails with no_key_column and charges nothing, unless --column names the column', async () => {
+      const e = await engine();
+      await importCompanies(e.deps.store.companies, fs.createReadStream(writeFile(e.dataDir, 'd.csv', DIRECTORY)), { maxLineBytes: 65_536 });
+      const input = writeFile(e.dataDir, 'in.csv', 'Company Name,Country\nGlobex,US\n');
+      const account = await e.deps.billing.createAccount({ credits: 10, now: Date.now() });
 
-describe('a company job', () => {
-  it('answers exact names, domains and near names, charges each key once, and lets invalid rows, repeats and reruns go free', async () => {
-    const e = await engine();
-    await importCompanies(e.deps.db, fs.createReadStream(writeFile(e.dataDir, 'd.csv', DIRECTORY)), { maxLineBytes: 65_536 });
-    const input = writeFile(e.dataDir, 'in.csv', INPUT);
-    const account = e.deps.billing.createAccount({ credits: 100, now: Date.now() });
-
-    const run = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
-    expect(run.summary).toMatchObject({ status: 'completed', type: 'company', credits_used: 7 });
-    expect(run.summary.rows).toMatchObject({ total: 9, processed: 9, found: 7, invalid: 1, duplicate: 1, error: 0 });
-
-    const all = await resultRecords(fs.readFileSync(run.files.all!));
-    expect(Object.keys(all[0]!)).toEqual([
-      'id', 'company', 'company_name', 'company_domain', 'company_industry', 'company_employee_count', 'company_country',
-      'company_website', 'company_description', 'company_match', 'status', 'credits', 'cached', 'error',
-    ]);
-    const pick = (r: Record<string, string>) => [r.id, r.company_name, r.company_domain, r.company_match, r.status, r.credits, r.error];
-    expect(all.map(pick)).toEqual([
-      ['1', 'Acme', 'acme.com', 'name', 'ok', '1', ''],
-      ['2', 'Acme', 'acme.com', 'domain', 'ok', '1', ''],
-      ['3', 'Acme', 'acme.com', 'near', 'ok', '1', ''],
-      ['4', 'Globex Corporation', 'globex.com', 'near', 'ok', '1', ''],
-      ['5', 'Umbrella Holdings', 'umbrella.example', 'near', 'ok', '1', ''],
-      ['6', 'Globex Corporation', 'globex.com', 'domain', 'ok', '1', ''],
-      ['7', '', '', '', 'ok', '1', ''],
-      ['8', 'Acme', 'acme.com', 'name', 'duplicate', '0', ''],
-      ['9', '', '', '', 'invalid', '0', 'empty_value'],
-    ]);
-    expect(all[0]).toMatchObject({ company_industry: 'Manufacturing', company_employee_count: '1200', company_country: 'US', company_website: 'https://acme.com', company_description: 'Anvils and rockets' });
-    const found = await resultRecords(fs.readFileSync(run.files.found!));
-    expect(found.map((r) => r.id)).toEqual(['1', '2', '3', '4', '5', '6', '8']);
-    expect(e.deps.billing.requireAccount(account.id).credits).toBe(93);
-
-    const rerun = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'b') });
-    expect(rerun.summary.credits_used).toBe(0);
-    expect(e.deps.billing.requireAccount(account.id).credits).toBe(93);
+      const guessed = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
+      expect(guessed.summary).toMatchObject({ status: 'failed', reason: 'no_key_column', credits_used: 0 });
+      expect((await e.deps.billing.requireAccount(account.id)).credits).toBe(10);
+      const named = await runJob(e, { file: input, type: 'company', accountId: account.id, column: 'company name', outDir: path.join(e.dataDir, 'b') });
+      expect(named.summary).toMatchObject({ status: 'completed', rows: { total: 1, found: 1 } });
+      expect((await resultRecords(fs.readFileSync(named.files.all!)))[0]).toMatchObject({ 'Company Name': 'Globex', company_name: 'Globex Corporation', company_match: 'near' });
+    });
   });
 
-  it('sees companies imported after an earlier answer, still free within the window', async () => {
-    const e = await engine();
-    const input = writeFile(e.dataDir, 'in.csv', 'company\nHooli\n');
-    const account = e.deps.billing.createAccount({ credits: 10, now: Date.now() });
-    const before = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
-    expect((await resultRecords(fs.readFileSync(before.files.all!)))[0]).toMatchObject({ company_name: '', credits: '1' });
-
-    await importCompanies(e.deps.db, fs.createReadStream(writeFile(e.dataDir, 'd.csv', 'name,domain\nHooli XYZ,hooli.xyz\n')), { maxLineBytes: 65_536 });
-    const after = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'b') });
-    expect((await resultRecords(fs.readFileSync(after.files.all!)))[0]).toMatchObject({ company_name: 'Hooli XYZ', company_match: 'near', credits: '0', cached: 'false' });
-  });
-});
-
-describe('a company file whose key column is not headed company', () => {
-  it('fails with no_key_column and charges nothing, unless --column names the column', async () => {
-    const e = await engine();
-    await importCompanies(e.deps.db, fs.createReadStream(writeFile(e.dataDir, 'd.csv', DIRECTORY)), { maxLineBytes: 65_536 });
-    const input = writeFile(e.dataDir, 'in.csv', 'Company Name,Country\nGlobex,US\n');
-    const account = e.deps.billing.createAccount({ credits: 10, now: Date.now() });
-
-    const guessed = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
-    expect(guessed.summary).toMatchObject({ status: 'failed', reason: 'no_key_column', credits_used: 0 });
-    expect(e.deps.billing.requireAccount(account.id).credits).toBe(10);
-    const named = await runJob(e, { file: input, type: 'company', accountId: account.id, column: 'company name', outDir: path.join(e.dataDir, 'b') });
-    expect(named.summary).toMatchObject({ status: 'completed', rows: { total: 1, found: 1 } });
-    expect((await resultRecords(fs.readFileSync(named.files.all!)))[0]).toMatchObject({ 'Company Name': 'Globex', company_name: 'Globex Corporation', company_match: 'near' });
-  });
-});
-
-describe('POST /api/jobs/bulk with type=company', () => {
-  it('runs a company job through the pipeline registry', async () => {
-    const h = await openApiHarness();
-    await importCompanies(h.engine.deps.db, fs.createReadStream(writeFile(h.engine.dataDir, 'd.csv', DIRECTORY)), { maxLineBytes: 65_536 });
-    const a = await newAccount(h, { credits: 100 });
-    const body = multipart([{ name: 'type', value: 'company' }, { name: 'file', value: INPUT, filename: 'companies.csv' }]);
-    const response = await h.app.inject({ method: 'POST', url: '/api/jobs/bulk', headers: { ...bearer(a.key), ...body.headers }, payload: body.payload });
-    expect(response.statusCode, response.body).toBe(202);
-    const job = json(response);
-    expect(job).toMatchObject({ type: 'company', status: 'queued' });
-    await runUntilDone(h, [job.id]);
-    const done = json(await h.app.inject({ method: 'GET', url: `/api/jobs/${job.id}`, headers: bearer(a.key) }));
-    expect(done).toMatchObject({ status: 'completed', credits_used: 7, rows: { total: 9, found: 7, invalid: 1, duplicate: 1 } });
+  describe('POST /api/jobs/bulk with type=company', () => {
+    it('runs a company job through the pipeline registry', async () => {
+      const h = await harness();
+      await importCompanies(h.engine.deps.store.companies, fs.createReadStream(writeFile(h.engine.dataDir, 'd.csv', DIRECTORY)), { maxLineBytes: 65_536 });
+      const a = await newAccount(h, { credits: 100 });
+      const body = multipart([{ name: 'type', value: 'company' }, { name: 'file', value: INPUT, filename: 'companies.csv' }]);
+      const response = await h.app.inject({ method: 'POST', url: '/api/jobs/bulk', headers: { ...bearer(a.key), ...body.headers }, payload: body.payload });
+      expect(response.statusCode, response.body).toBe(202);
+      const job = json(response);
+      expect(job).toMatchObject({ type: 'company', status: 'queued' });
+      await runUntilDone(h, [job.id]);
+      const done = json(await h.app.inject({ method: 'GET', url: `/api/jobs/${job.id}`, headers: bearer(a.key) }));
+      expect(done).toMatchObject({ status: 'completed', credits_used: 7, rows: { total: 9, found: 7, invalid: 1, duplicate: 1 } });
+    });
   });
 });

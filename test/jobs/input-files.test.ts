@@ -19,9 +19,9 @@ afterAll(async () => {
 async function run(name: string, content: string | Buffer, column?: string) {
   const file = path.join(dir, name);
   fs.writeFileSync(file, content);
-  const account = e.deps.billing.createAccount({ credits: 1000, now: Date.now() });
+  const account = await e.deps.billing.createAccount({ credits: 1000, now: Date.now() });
   const result = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(dir, `${name}-out`), ...(column ? { column } : {}) });
-  return { ...result, balance: e.deps.billing.requireAccount(account.id).credits };
+  return { ...result, balance: (await e.deps.billing.requireAccount(account.id)).credits };
 }
 
 const rejected: [string, string | Buffer, string][] = [
@@ -43,7 +43,7 @@ describe('a file the engine cannot read', () => {
     expect(result.summary).toMatchObject({ status: 'failed', reason: code, credits_used: 0 });
     expect(result.summary.error_message).toBeTruthy();
     expect(result.balance).toBe(1000);
-    expect(e.deps.billing.chargeCountForJob(result.summary.id)).toBe(0);
+    expect(await e.deps.billing.chargeCountForJob(result.summary.id)).toBe(0);
   });
 
   it('a --column that is not in the header fails with column_not_found', async () => {

@@ -43,8 +43,8 @@ function inputCsv(rows = 1_200): string {
 
 async function engineWithData(env: Record<string, string> = {}): Promise<TestEngine> {
   const e = await engines.open(env);
-  await importCompanies(e.deps.db, fs.createReadStream(writeFile(e.dataDir, 'companies.csv', DIRECTORY)), { maxLineBytes: 65_536 });
-  await importBreaches(e.deps.db, fs.createReadStream(writeFile(e.dataDir, 'breaches.csv', BREACHES)), { maxLineBytes: 65_536 });
+  await importCompanies(e.deps.store.companies, fs.createReadStream(writeFile(e.dataDir, 'companies.csv', DIRECTORY)), { maxLineBytes: 65_536 });
+  await importBreaches(e.deps.store.breaches, fs.createReadStream(writeFile(e.dataDir, 'breaches.csv', BREACHES)), { maxLineBytes: 65_536 });
   return e;
 }
 
@@ -92,13 +92,13 @@ describe('a job with several lookups per row', () => {
   it('gives each lookup the cells, billing and repeats its own job would give, in one row', async () => {
     const e = await engineWithData();
     const file = writeFile(e.dataDir, 'in.csv', inputCsv());
-    const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
     const multi = await runJob(e, { file, lookups: ALL_THREE, accountId: account.id, outDir: path.join(e.dataDir, 'multi') });
     expect(multi.summary).toMatchObject({ status: 'completed', type: 'gender,company,phone_breaches' });
 
     // The same file, one lookup per job, each for an account of its own (so billing starts fresh).
     const single = async (type: string, column: string) => {
-      const other = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+      const other = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
       const run = await runJob(e, { file, type, column, accountId: other.id, outDir: path.join(e.dataDir, type) });
       expect(run.summary.status).toBe('completed');
       return { rows: await resultRecords(fs.readFileSync(run.files.all!)), credits: run.summary.credits_used, header: (await parseCsv(fs.readFileSync(run.files.all!)))[0]! };
@@ -130,7 +130,7 @@ describe('a job with several lookups per row', () => {
     expect(company.credits).toBeGreaterThan(0);
     expect(phone.credits).toBeGreaterThan(0);
     expect(rows.every((r) => Number(r.credits) === Number(r.gender_credits) + Number(r.company_credits) + Number(r.phone_breaches_credits))).toBe(true);
-    const ledger = e.deps.billing.ledger(account.id).filter((l) => l.reason === 'charge');
+    const ledger = (await e.deps.billing.ledger(account.id)).filter((l) => l.reason === 'charge');
     const byKind = (kind: string) => -ledger.filter((l) => l.kind === kind).reduce((n, l) => n + l.delta, 0);
     expect([byKind('gender'), byKind('company'), byKind('phone_breaches')]).toEqual([gender.credits, company.credits, phone.credits]);
 
@@ -153,27 +153,27 @@ describe('a job with several lookups per row', () => {
   it('pays for a row whole or not at all: out of credits it pauses, and after a top-up its files equal an unpaused run', async () => {
     const e = await engineWithData({ SLUICE_BATCH_ROWS: '50', SLUICE_CHUNK_ROWS: '200' });
     const file = writeFile(e.dataDir, 'in.csv', inputCsv(600));
-    const rich = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+    const rich = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
     const clean = await runJob(e, { file, lookups: ALL_THREE, accountId: rich.id, outDir: path.join(e.dataDir, 'clean') });
     expect(clean.summary.status).toBe('completed');
 
     // Far fewer credits than the job needs, and a number that ends inside a row's several charges.
-    const poor = e.deps.billing.createAccount({ credits: 301, now: Date.now() });
+    const poor = await e.deps.billing.createAccount({ credits: 301, now: Date.now() });
     const paused = await runJob(e, { file, lookups: ALL_THREE, accountId: poor.id, outDir: path.join(e.dataDir, 'paused') });
     expect(paused.summary).toMatchObject({ status: 'paused', reason: 'insufficient_credits' });
-    const left = e.deps.billing.requireAccount(poor.id).credits;
+    const left = (await e.deps.billing.requireAccount(poor.id)).credits;
     expect(left).toBeGreaterThanOrEqual(0);
     expect(left).toBeLessThan(3);
     expect(paused.summary.credits_used).toBe(301 - left);
-    expect(e.deps.billing.chargeCountForJob(paused.summary.id)).toBe(301 - left);
+    expect(await e.deps.billing.chargeCountForJob(paused.summary.id)).toBe(301 - left);
 
-    e.deps.billing.addCredits(poor.id, 100_000, 'topup', Date.now());
-    e.jobService.resume(paused.summary.id);
+    await e.deps.billing.addCredits(poor.id, 100_000, 'topup', Date.now());
+    await e.jobService.resume(paused.summary.id);
     await runUntilSettled(e, paused.summary.id);
-    const done = e.jobService.get(paused.summary.id);
+    const done = await e.jobService.get(paused.summary.id);
     expect(done.status).toBe('completed');
     expect(done.creditsUsed).toBe(clean.summary.credits_used);
-    expect(e.deps.billing.chargeCountForJob(done.id)).toBe(clean.summary.credits_used);
+    expect(await e.deps.billing.chargeCountForJob(done.id)).toBe(clean.summary.credits_used);
     const cleanRows = await resultRecords(fs.readFileSync(clean.files.all!));
     const resumedRows = await resultRecords(await resultText(e, done.id, 'all'));
     expect(noCached(resumedRows)).toEqual(noCached(cleanRows));
@@ -182,7 +182,7 @@ describe('a job with several lookups per row', () => {
   it('retry-failed redoes only the lookup that failed in a row, keeping the others, and ends equal to a run that never failed', async () => {
     const e = await engineWithData({ SLUICE_BATCH_ROWS: '100', SLUICE_CHUNK_ROWS: '400' });
     const file = writeFile(e.dataDir, 'in.csv', inputCsv());
-    const cleanAccount = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+    const cleanAccount = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
 
     // Company lookups of Initech and Globex fail until `healthy`; the rest answer as usual.
     const realCompany = e.deps.providers.get('company')!;
@@ -191,23 +191,23 @@ describe('a job with several lookups per row', () => {
     const failing = failingProvider(realCompany, { test: (key) => !healthy && /^(name:initech|domain:globex)/.test(key) }, false);
     const flaky: LookupProvider = { ...failing, lookup: (keys, signal) => (askedCompany.push(...keys), failing.lookup(keys, signal)) };
     (e.deps.providers as Map<string, LookupProvider>).set('company', flaky);
-    const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
     const run = await runJob(e, { file, lookups: ALL_THREE, accountId: account.id, maxErrorRate: '1', outDir: path.join(e.dataDir, 'out') });
     expect(run.summary.status).toBe('completed');
     const errors = await resultRecords(fs.readFileSync(run.files.errors!));
     expect(errors.length).toBe(run.summary.rows.error);
     expect(errors.length).toBeGreaterThan(20);
     expect(errors.every((r) => r.company_status === 'error' && r.status === 'error' && r.gender_status !== 'error')).toBe(true);
-    const spent = 100_000 - e.deps.billing.requireAccount(account.id).credits;
+    const spent = 100_000 - (await e.deps.billing.requireAccount(account.id)).credits;
 
     healthy = true;
     askedCompany.length = 0;
     const gender = e.deps.providers.get('gender')!;
     let genderAsked = 0;
     (e.deps.providers as Map<string, LookupProvider>).set('gender', { ...gender, lookup: (keys, signal) => ((genderAsked += keys.length), gender.lookup(keys, signal)) });
-    e.jobService.retryFailed(run.summary.id);
+    await e.jobService.retryFailed(run.summary.id);
     await runUntilSettled(e, run.summary.id);
-    const done = e.jobService.get(run.summary.id);
+    const done = await e.jobService.get(run.summary.id);
     expect(done).toMatchObject({ status: 'completed', errorRows: 0 });
     // Only the failed company lookups were asked again; gender was not asked at all.
     expect(genderAsked).toBe(0);
@@ -218,7 +218,7 @@ describe('a job with several lookups per row', () => {
     expect(noCached(await resultRecords(await resultText(e, done.id, 'all')))).toEqual(noCached(await resultRecords(fs.readFileSync(clean.files.all!))));
     expect(done.creditsUsed).toBe(clean.summary.credits_used);
     expect(done.creditsUsed - spent).toBeGreaterThan(0);
-    expect(100_000 - e.deps.billing.requireAccount(account.id).credits).toBe(clean.summary.credits_used);
+    expect(100_000 - (await e.deps.billing.requireAccount(account.id)).credits).toBe(clean.summary.credits_used);
     expect(done).toMatchObject({ foundRows: clean.summary.rows.found, duplicateRows: clean.summary.rows.duplicate, invalidRows: clean.summary.rows.invalid });
   });
 
@@ -226,7 +226,7 @@ describe('a job with several lookups per row', () => {
     const embedded = await engineWithData();
     const file = writeFile(embedded.dataDir, 'in.csv', inputCsv(800));
     const run = async (e: TestEngine, out: string) => {
-      const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+      const account = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
       const result = await runJob(e, { file, lookups: ALL_THREE, accountId: account.id, outDir: path.join(e.dataDir, out) });
       expect(result.summary).toMatchObject({ status: 'completed', rows: { error: 0 } });
       return { all: fs.readFileSync(result.files.all!, 'utf8'), credits: result.summary.credits_used };
@@ -247,21 +247,21 @@ describe('a job with several lookups per row', () => {
   it('fails the job with no_key_column when a lookup has no column, even if another lookup could read a headerless file', async () => {
     const e = await engineWithData();
     const file = writeFile(e.dataDir, 'in.csv', 'email,name\njohn@example.com,John\n');
-    const account = e.deps.billing.createAccount({ credits: 10, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 10, now: Date.now() });
     const run = await runJob(e, { file, type: 'gender,company', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
     expect(run.summary).toMatchObject({ status: 'failed', reason: 'no_key_column', credits_used: 0 });
     expect(run.summary.error_message).toContain('company');
     const headerless = writeFile(e.dataDir, 'bare.csv', 'john@example.com,Acme\n');
     const bare = await runJob(e, { file: headerless, type: 'gender,company', accountId: account.id, outDir: path.join(e.dataDir, 'bare') });
     expect(bare.summary).toMatchObject({ status: 'failed', reason: 'no_key_column' });
-    await expect(runJob(e, { file, type: 'gender,gender', accountId: account.id })).rejects.toSatisfy((err) => isAppError(err, 'bad_argument'));
+    await expect(() => runJob(e, { file, type: 'gender,gender', accountId: account.id })).rejects.toSatisfy((err) => isAppError(err, 'bad_argument'));
   });
 });
 
 describe('POST /api/jobs/bulk with several lookups', () => {
   it('takes one lookup field per lookup, runs them all, and refuses a malformed one with 422', async () => {
     const h = await openApiHarness();
-    await importCompanies(h.engine.deps.db, fs.createReadStream(writeFile(h.engine.dataDir, 'companies.csv', DIRECTORY)), { maxLineBytes: 65_536 });
+    await importCompanies(h.engine.deps.store.companies, fs.createReadStream(writeFile(h.engine.dataDir, 'companies.csv', DIRECTORY)), { maxLineBytes: 65_536 });
     const { key } = await newAccount(h, { credits: 10_000 });
     const csv = 'Work Email,Employer\njohn@example.com,Acme\nmary@example.org,globex.com\n';
     const body = multipart([
@@ -274,7 +274,7 @@ describe('POST /api/jobs/bulk with several lookups', () => {
     const job = json(res);
     expect(job.type).toBe('gender,company');
     await runUntilDone(h, [job.id]);
-    const done = h.engine.jobService.get(job.id);
+    const done = await h.engine.jobService.get(job.id);
     expect(done).toMatchObject({ status: 'completed', creditsUsed: 4 });
     const rows = await resultRecords(await resultText(h.engine, job.id, 'all'));
     expect(rows.map((r) => [r.gender, r.company_name, r.status, r.credits])).toEqual([

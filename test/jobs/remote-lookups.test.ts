@@ -5,6 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { importBreaches, importCompanies } from '../../src/cli/import-command.js';
 import { runJob } from '../../src/cli/run-command.js';
 import { csvLine } from '../../src/jobs/csv-writer.js';
+import { jobEndEvent } from '../../src/jobs/job-events.js';
+import { nameKey } from '../../src/lookups/company/company-names.js';
 import { COMPANY_KIND } from '../../src/lookups/company/company-profile.js';
 import { EmbeddedCompanyDirectory } from '../../src/lookups/company/embedded-company-directory.js';
 import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
@@ -12,18 +14,19 @@ import { EmbeddedBreachIndex, PHONE_BREACHES_KIND } from '../../src/lookups/phon
 import { startProviderSimulator, type ProviderSimulator, type SimulatorSetup } from '../../src/lookups/remote/provider-simulator.js';
 import { RemoteLookupProvider } from '../../src/lookups/remote/remote-provider.js';
 import { seededRandom } from '../../src/shared/seeded-random.js';
-import { openDatabase, type Db } from '../../src/storage/sqlite/open-database.js';
+import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
+import { COMPANY_KEYS, type Store } from '../../src/storage/store.js';
 import { bearer, closeHarnesses, json, newAccount, openApiHarness, type ApiHarness } from '../support/api-harness.js';
 import { openTestEngine, resultText, runUntilCompleted, tempDir, type TestEngine, writeFile } from '../support/test-engine.js';
 
 const engines: TestEngine[] = [];
 const simulators: ProviderSimulator[] = [];
-const databases: Db[] = [];
+const stores: Store[] = [];
 afterEach(async () => {
   await closeHarnesses();
   await Promise.all(engines.splice(0).map((e) => e.close()));
   await Promise.all(simulators.splice(0).map((s) => s.close()));
-  for (const db of databases.splice(0)) db.close();
+  await Promise.all(stores.splice(0).map((s) => s.close()));
 });
 
 async function engine(env: Record<string, string> = {}): Promise<TestEngine> {
@@ -134,12 +137,12 @@ interface LookupCase {
   kind: typeof PHONE_BREACHES_KIND | typeof COMPANY_KIND;
   urlVar: string;
   authVar: string;
-  /** The local table the embedded engine answers from; a remote run must leave it empty. */
-  table: string;
-  /** Loads the fixture data into a database. */
-  load(db: Db): Promise<void>;
-  /** The embedded engine on a database, as the simulator serves it. */
-  embedded(db: Db): LookupProvider;
+  /** How many of the fixture's entries the store's index or directory holds; a remote run must leave it at 0. */
+  held(store: Store): Promise<number>;
+  /** Loads the fixture data into a store. */
+  load(store: Store): Promise<void>;
+  /** The embedded engine on a store, as the simulator serves it. */
+  embedded(store: Store): LookupProvider;
   input: () => string;
   defaultCountry?: string;
 }
@@ -149,12 +152,15 @@ const CASES: LookupCase[] = [
     kind: PHONE_BREACHES_KIND,
     urlVar: 'SLUICE_PHONE_PROVIDER_URL',
     authVar: 'SLUICE_PHONE_PROVIDER_AUTH',
-    table: 'phone_breaches',
-    load: async (db) => {
-      const summary = await importBreaches(db, Readable.from([Buffer.from(breachIndexCsv())]), { maxLineBytes: 65_536 });
+    held: async (store) => {
+      const phones = Array.from({ length: 250 }, (_, i) => `+4930${breachedNumber(i)}`);
+      return [...(await store.breaches.records(phones)).values()].reduce((n, records) => n + records.length, 0);
+    },
+    load: async (store) => {
+      const summary = await importBreaches(store.breaches, Readable.from([Buffer.from(breachIndexCsv())]), { maxLineBytes: 65_536 });
       expect(summary.invalid).toBe(0);
     },
-    embedded: (db) => new EmbeddedBreachIndex(db),
+    embedded: (store) => new EmbeddedBreachIndex(store.breaches),
     input: phoneInputCsv,
     defaultCountry: 'DE',
   },
@@ -162,32 +168,37 @@ const CASES: LookupCase[] = [
     kind: COMPANY_KIND,
     urlVar: 'SLUICE_COMPANY_PROVIDER_URL',
     authVar: 'SLUICE_COMPANY_PROVIDER_AUTH',
-    table: 'companies',
-    load: async (db) => {
-      const summary = await importCompanies(db, Readable.from([Buffer.from(directoryCsv())]), { maxLineBytes: 65_536 });
+    held: async (store) => {
+      const found = await store.companies.byKey(COMPANY_KEYS.name, companies().map((c) => nameKey(c.name)));
+      return [...found.values()].reduce((n, rows) => n + rows.length, 0);
+    },
+    load: async (store) => {
+      const summary = await importCompanies(store.companies, Readable.from([Buffer.from(directoryCsv())]), { maxLineBytes: 65_536 });
       expect(summary.invalid).toBe(0);
     },
-    embedded: (db) => new EmbeddedCompanyDirectory(db),
+    embedded: (store) => new EmbeddedCompanyDirectory(store.companies),
     input: companyInputCsv,
   },
 ];
 
-/** A simulator serving the case's kind from an embedded engine on a database of its own, loaded with the fixture. */
+/** A store of the simulator's own, apart from every engine's, so that no engine can answer from it. */
+function simulatorStore(): Store {
+  const store = openSqliteStore(path.join(tempDir('sluice-sim-'), 'sim.db'), { synchronous: 'NORMAL', busyTimeoutMs: 5_000 }, { jobEnded: jobEndEvent });
+  stores.push(store);
+  return store;
+}
+
+/** A simulator serving the case's kind from an embedded engine on a store of its own, loaded with the fixture. */
 async function simulatorFor(c: LookupCase, options: SimulatorSetup = {}): Promise<ProviderSimulator> {
-  const db = openDatabase(path.join(tempDir('sluice-sim-'), 'sim.db'), { synchronous: 'NORMAL', busyTimeoutMs: 5_000 });
-  databases.push(db);
-  await c.load(db);
-  const sim = await startProviderSimulator({ latencyMs: 2, ...options, engines: new Map([[c.kind, c.embedded(db)]]) });
+  const store = simulatorStore();
+  await c.load(store);
+  const sim = await startProviderSimulator({ latencyMs: 2, ...options, engines: new Map([[c.kind, c.embedded(store)]]) });
   simulators.push(sim);
   return sim;
 }
 
-function rowsIn(e: TestEngine, table: string): number {
-  return (e.deps.db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
-}
-
 async function runFile(e: TestEngine, c: LookupCase, file: string) {
-  const account = e.deps.billing.createAccount({ credits: CREDITS, now: Date.now() });
+  const account = await e.deps.billing.createAccount({ credits: CREDITS, now: Date.now() });
   const run = await runJob(e, { file, type: c.kind, accountId: account.id, outDir: path.join(e.dataDir, 'out'), ...(c.defaultCountry ? { defaultCountry: c.defaultCountry } : {}) });
   return { run, accountId: account.id };
 }
@@ -195,12 +206,14 @@ async function runFile(e: TestEngine, c: LookupCase, file: string) {
 /** The same file through the embedded engine, with the fixture loaded: what every remote run must reproduce byte for byte. */
 async function embeddedRun(c: LookupCase, file: string) {
   const e = await engine();
-  await c.load(e.deps.db);
+  await c.load(e.deps.store);
+  // The fixture is there to be found: what `held` reads is what a remote run must leave at 0.
+  expect(await c.held(e.deps.store)).toBeGreaterThan(100);
   const { run, accountId } = await runFile(e, c, file);
   expect(run.summary).toMatchObject({ status: 'completed' });
   const all = fs.readFileSync(run.files.all!, 'utf8');
   const found = fs.readFileSync(run.files.found!, 'utf8');
-  return { all, found, credits: run.summary.credits_used, spent: CREDITS - e.deps.billing.requireAccount(accountId).credits, foundRows: run.summary.rows.found };
+  return { all, found, credits: run.summary.credits_used, spent: CREDITS - (await e.deps.billing.requireAccount(accountId)).credits, foundRows: run.summary.rows.found };
 }
 
 describe.each(CASES)('a $kind job against a remote provider', (c) => {
@@ -222,9 +235,9 @@ describe.each(CASES)('a $kind job against a remote provider', (c) => {
     expect(run.summary.rows.error).toBe(0);
     expect(fs.readFileSync(run.files.all!, 'utf8')).toBe(expected.all);
     expect(fs.readFileSync(run.files.found!, 'utf8')).toBe(expected.found);
-    expect(CREDITS - e.deps.billing.requireAccount(accountId).credits).toBe(expected.credits);
+    expect(CREDITS - (await e.deps.billing.requireAccount(accountId)).credits).toBe(expected.credits);
     // Every answer came from the simulator: this engine's own index is empty.
-    expect(rowsIn(e, c.table)).toBe(0);
+    expect(await c.held(e.deps.store)).toBe(0);
     expect(sim.stats.byStatus[200]).toBeGreaterThan(0);
     expect(sim.stats.byStatus[401] ?? 0).toBe(0);
     expect(sim.stats.byStatus[502]).toBeGreaterThan(0);
@@ -247,26 +260,25 @@ describe.each(CASES)('a $kind job against a remote provider', (c) => {
     expect(first.summary).toMatchObject({ status: 'paused', reason: 'provider_unavailable' });
     expect(first.summary.rows.error).toBe(0);
     expect(sim.stats.byStatus[503]).toBeGreaterThan(0);
-    expect(CREDITS - e.deps.billing.requireAccount(accountId).credits).toBe(first.summary.credits_used);
+    expect(CREDITS - (await e.deps.billing.requireAccount(accountId)).credits).toBe(first.summary.credits_used);
 
     sim.set({ down: false });
     await runUntilCompleted(e, first.summary.id);
-    const job = e.deps.jobs.require(first.summary.id);
+    const job = await e.deps.jobs.require(first.summary.id);
     expect(job.status).toBe('completed');
     expect({ all: await resultText(e, job.id, 'all'), found: await resultText(e, job.id, 'found') }).toEqual({ all: expected.all, found: expected.found });
     expect(job.creditsUsed).toBe(expected.credits);
-    expect(CREDITS - e.deps.billing.requireAccount(accountId).credits).toBe(expected.credits);
-    expect(rowsIn(e, c.table)).toBe(0);
+    expect(CREDITS - (await e.deps.billing.requireAccount(accountId)).credits).toBe(expected.credits);
+    expect(await c.held(e.deps.store)).toBe(0);
   });
 });
 
 describe('openEngine with remote lookup settings', () => {
   it('makes remote exactly the kinds whose URL is set, and closes every remote on close', async () => {
-    const db = openDatabase(path.join(tempDir('sluice-sim-'), 'sim.db'), { synchronous: 'NORMAL', busyTimeoutMs: 5_000 });
-    databases.push(db);
+    const store = simulatorStore();
     const sim = await startProviderSimulator({
       latencyMs: 1,
-      engines: new Map<string, LookupProvider>([[PHONE_BREACHES_KIND, new EmbeddedBreachIndex(db)], [COMPANY_KIND, new EmbeddedCompanyDirectory(db)]]),
+      engines: new Map<string, LookupProvider>([[PHONE_BREACHES_KIND, new EmbeddedBreachIndex(store.breaches)], [COMPANY_KIND, new EmbeddedCompanyDirectory(store.companies)]]),
     });
     simulators.push(sim);
     const phoneOnly = await engine({ SLUICE_PHONE_PROVIDER_URL: sim.url });
@@ -328,7 +340,7 @@ describe('openEngine with remote lookup settings', () => {
 describe('the single-lookup endpoints with remote providers', () => {
   async function harnesses(c: LookupCase): Promise<{ embedded: ApiHarness; remote: ApiHarness; sim: ProviderSimulator }> {
     const embedded = await openApiHarness();
-    await c.load(embedded.engine.deps.db);
+    await c.load(embedded.engine.deps.store);
     const sim = await simulatorFor(c, { requireAuth: AUTH });
     const remote = await openApiHarness({ [c.urlVar]: sim.url, [c.authVar]: AUTH });
     return { embedded, remote, sim };
@@ -348,12 +360,12 @@ describe('the single-lookup endpoints with remote providers', () => {
     expect(expected).toMatchObject({ status: 200, body: { breached: true, total_breaches: 7, credits: 1 } });
     expect(await post(remote, b.key, '/api/agent/phone-breaches', query)).toEqual(expected);
     expect(sim.stats.keys).toBe(1);
-    expect(remote.engine.deps.billing.requireAccount(b.id).credits).toBe(9);
+    expect((await remote.engine.deps.billing.requireAccount(b.id)).credits).toBe(9);
 
     sim.set({ down: true });
     const down = await post(remote, b.key, '/api/agent/phone-breaches', { query: `+49 30 ${breachedNumber(7)}` });
     expect(down).toMatchObject({ status: 503, body: { code: 'provider_unavailable' } });
-    expect(remote.engine.deps.billing.requireAccount(b.id).credits).toBe(9);
+    expect((await remote.engine.deps.billing.requireAccount(b.id)).credits).toBe(9);
   });
 
   it('/api/agent/company and /api/bulk-company-search answer from the remote service as the embedded directory does, candidates and prices included', async () => {
@@ -373,8 +385,8 @@ describe('the single-lookup endpoints with remote providers', () => {
     expect((bulk.body.results as { company: unknown }[]).filter((r) => r.company !== null)).toHaveLength(3);
     expect(await post(remote, b.key, '/api/bulk-company-search', queries)).toEqual(bulk);
     expect(sim.stats.keys).toBe(5);
-    expect(remote.engine.deps.billing.requireAccount(b.id).credits).toBe(embedded.engine.deps.billing.requireAccount(a.id).credits);
-    expect(rowsIn(remote.engine, c.table)).toBe(0);
+    expect((await remote.engine.deps.billing.requireAccount(b.id)).credits).toBe((await embedded.engine.deps.billing.requireAccount(a.id)).credits);
+    expect(await c.held(remote.engine.deps.store)).toBe(0);
 
     sim.set({ down: true });
     expect(await post(remote, b.key, '/api/agent/company', { query: 'Hooli Media' })).toMatchObject({ status: 503, body: { code: 'provider_unavailable' } });

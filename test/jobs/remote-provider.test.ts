@@ -28,7 +28,7 @@ async function engine(env: Record<string, string> = {}): Promise<TestEngine> {
 /** The same file through the embedded engine: what every remote run must reproduce byte for byte. */
 async function embeddedRun(file: string) {
   const e = await engine();
-  const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+  const account = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
   const run = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
   return { all: fs.readFileSync(run.files.all!, 'utf8'), found: fs.readFileSync(run.files.found!, 'utf8'), credits: run.summary.credits_used };
 }
@@ -39,7 +39,7 @@ describe('a gender job against a remote provider', () => {
     const expected = await embeddedRun(file);
     const sim = await simulator({ errorRate: 0.2, rateLimitEvery: 7, retryAfterSeconds: 0, requireAuth: 'Bearer sim-secret', seed: 3 });
     const e = await engine({ SLUICE_GENDER_PROVIDER_URL: sim.url, SLUICE_GENDER_PROVIDER_AUTH: 'Bearer sim-secret' });
-    const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
     const run = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
     expect(run.summary).toMatchObject({ status: 'completed', credits_used: expected.credits });
     expect(run.summary.rows.error).toBe(0);
@@ -48,7 +48,7 @@ describe('a gender job against a remote provider', () => {
     expect(sim.stats.byStatus[502]).toBeGreaterThan(0);
     expect(sim.stats.byStatus[429]).toBeGreaterThan(0);
     expect(sim.stats.byStatus[401] ?? 0).toBe(0);
-    expect(100_000 - e.deps.billing.requireAccount(account.id).credits).toBe(expected.credits);
+    expect(100_000 - (await e.deps.billing.requireAccount(account.id)).credits).toBe(expected.credits);
   });
 
   it('pauses with provider_unavailable while the provider is down, and completes after it is back with the files of a run without the outage', async () => {
@@ -56,7 +56,7 @@ describe('a gender job against a remote provider', () => {
     const expected = await embeddedRun(file);
     const sim = await simulator({ latencyMs: 5 });
     const e = await engine({ SLUICE_GENDER_PROVIDER_URL: sim.url, SLUICE_PROVIDER_RETRY_SECONDS: '1', SLUICE_PROVIDER_TIMEOUT_MS: '2000' });
-    const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
     const outage = setInterval(() => {
       if (sim.stats.requests >= 4) {
         sim.set({ down: true });
@@ -67,14 +67,14 @@ describe('a gender job against a remote provider', () => {
     clearInterval(outage);
     expect(first.summary).toMatchObject({ status: 'paused', reason: 'provider_unavailable' });
     expect(first.summary.rows.error).toBe(0);
-    expect(100_000 - e.deps.billing.requireAccount(account.id).credits).toBe(first.summary.credits_used);
+    expect(100_000 - (await e.deps.billing.requireAccount(account.id)).credits).toBe(first.summary.credits_used);
 
     sim.set({ down: false });
     await runUntilCompleted(e, first.summary.id);
-    const job = e.deps.jobs.require(first.summary.id);
+    const job = await e.deps.jobs.require(first.summary.id);
     expect(job.status).toBe('completed');
     expect({ all: await resultText(e, job.id, 'all'), found: await resultText(e, job.id, 'found') }).toEqual({ all: expected.all, found: expected.found });
     expect(job.creditsUsed).toBe(expected.credits);
-    expect(100_000 - e.deps.billing.requireAccount(account.id).credits).toBe(expected.credits);
+    expect(100_000 - (await e.deps.billing.requireAccount(account.id)).credits).toBe(expected.credits);
   });
 });

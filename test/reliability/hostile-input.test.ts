@@ -202,21 +202,21 @@ describe('the default row limit of 1,000,000', () => {
 async function expectFileOutcome(h: ApiHarness, input: string | Buffer, outcome: FileOutcome): Promise<void> {
   const account = await newAccount(h, { credits: CREDITS });
   const billing = h.engine.deps.billing;
-  const ledgerBefore = billing.ledger(account.id);
+  const ledgerBefore = await billing.ledger(account.id);
   const upload = await uploadCsv(h, account.key, input);
   expect(upload.statusCode, upload.body).toBe(202);
   const id = json(upload).id as string;
   await runUntilDone(h, [id]);
   const job = json(await h.app.inject({ method: 'GET', url: `/api/jobs/${id}`, headers: bearer(account.key) }));
-  const spent = CREDITS - billing.requireAccount(account.id).credits;
-  const newLedger = billing.ledger(account.id).slice(ledgerBefore.length);
+  const spent = CREDITS - (await billing.requireAccount(account.id)).credits;
+  const newLedger = (await billing.ledger(account.id)).slice(ledgerBefore.length);
 
   if ('code' in outcome) {
     expect(job).toMatchObject({ status: 'failed', reason: outcome.code, credits_used: 0, downloads: null });
     expect(job.error_message).toEqual(expect.any(String));
     expectNoLeak(job.error_message);
     expect(spent).toBe(0);
-    expect(billing.ledger(account.id)).toEqual(ledgerBefore);
+    expect(await billing.ledger(account.id)).toEqual(ledgerBefore);
     return;
   }
   expect(job).toMatchObject({ status: 'completed', reason: null });
@@ -319,14 +319,14 @@ describe('hostile API bodies', () => {
   it.each(apiCases.map((c) => [`${c.method} ${c.url.split('?')[0]}: ${c.name}`, c] as const))('%s', async (_name, c) => {
     const h = await open(c.env);
     const account = await newAccount(h, { credits: CREDITS, email: 'ann@example.com' });
-    const state = () => ({
-      credits: h.engine.deps.billing.requireAccount(account.id).credits,
-      ledger: h.engine.deps.billing.ledger(account.id),
-      jobs: jobCount(h, account.id),
+    const state = async () => ({
+      credits: (await h.engine.deps.billing.requireAccount(account.id)).credits,
+      ledger: await h.engine.deps.billing.ledger(account.id),
+      jobs: await jobCount(h, account.id),
       staged: storedObjects(h, 'inputs/'),
-      keys: h.deps.keys.list(account.id),
+      keys: await h.deps.keys.list(account.id),
     });
-    const before = state();
+    const before = await state();
     const headers: Record<string, string> = c.url === '/api/auth/login' ? {} : bearer(account.key);
     let payload: string | Buffer | undefined;
     if (c.body && 'json' in c.body) {
@@ -346,6 +346,6 @@ describe('hostile API bodies', () => {
     expectNoLeak(response.body);
     expect({ status: response.statusCode, body: json(response) }).toEqual({ status: c.status, body: { error: expect.any(String), code: c.code } });
     // Refused means refused: no charge, no ledger line, no job, no staged bytes, no key made or changed.
-    expect(state()).toEqual(before);
+    expect(await state()).toEqual(before);
   });
 });

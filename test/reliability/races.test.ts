@@ -1,34 +1,32 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../support/child-worker.js';
-import { cliEnv, DbPeek, killChildren, removeScratchDirs, scratchDir, spawnCli, workerReady, type CliChild } from '../support/cli-process.js';
+import { describe, expect, it } from 'vitest';
+import { cliEnv, scratchDir, spawnCli, workerReady, type CliChild } from '../support/cli-process.js';
 import { resultRecords, writeGenderCsv } from '../support/csv-fixture.js';
-import { openTestEngine, type TestEngine } from '../support/test-engine.js';
-import { cleanRun, cleanRuns, dbFileOf, expectSameOutcome, freezeOutsideWriteLock, jobEnd, jobOutcome, logRecords } from './reliability-support.js';
+import { openTestEngine, TEST_STORES } from '../support/test-engine.js';
+import {
+  cleanRun,
+  cleanRuns,
+  expectSameOutcome,
+  freezeOutsideWriteLock,
+  jobEnd,
+  jobOutcome,
+  logRecords,
+  reliabilityScope,
+  waitUntil,
+  type StorePeek,
+} from './reliability-support.js';
 
 /**
- * Issue #7 item 3: races between real `sluice worker` processes on one data dir. The outcome is
- * compared with what an uninterrupted run gives (bytes, keys paid for, ledger, balance), not only
- * with a status.
+ * Issue #7 item 3: races between real `sluice worker` processes on one data dir and one store,
+ * on each store. The outcome is compared with what an uninterrupted run on the same store gives
+ * (bytes, keys paid for, ledger, balance), not only with a status.
  */
-
-const peeks: DbPeek[] = [];
-const engines: TestEngine[] = [];
-const readers: Database.Database[] = [];
-afterEach(async () => {
-  // SIGKILL also ends a process left stopped by a failed test.
-  await killChildren();
-  for (const peek of peeks.splice(0)) peek.close();
-  for (const reader of readers.splice(0)) reader.close();
-  await Promise.all(engines.splice(0).map((e) => e.close()));
-  removeScratchDirs();
-});
 
 const GRANT = 100_000;
 
-describe('a worker frozen past its lease while another worker takes over its chunk', () => {
+describe.each(TEST_STORES)('a worker frozen past its lease while another worker takes over its chunk, on %s', (store) => {
+  const scope = reliabilityScope(store);
   // Two long chunks of short batches: the frozen worker is caught in the middle of chunk 0, and
   // the worker that takes it over is still in the middle of it when the first one wakes. The freeze
   // lands some batches after it is asked for, more of them on a loaded machine, so chunk 0 keeps
@@ -39,50 +37,50 @@ describe('a worker frozen past its lease while another worker takes over its chu
   it('has its late commit refused when it wakes (SIGSTOP, then SIGCONT): files, keys paid for, ledger and balance equal an uninterrupted run', async () => {
     const dir = scratchDir('sluice-freeze-');
     const input = await writeGenderCsv(dir, 'in.csv', { rows: ROWS, seed: 81, duplicateShare: 0.1, invalidShare: 0.03 });
-    const reference = await cleanRun(path.join(dir, 'reference'), input, ENV, GRANT);
+    const reference = await cleanRun(path.join(dir, 'reference'), input, { ...ENV, ...(await scope.engines.env()) }, GRANT);
 
     // This process hosts the data dir's embedded S3 server and stays up: were the frozen worker
     // the host, the other worker's requests would hang on it, and no take-over could happen.
     const dataDir = path.join(dir, 'data');
-    const host = await openTestEngine({ ...ENV, SLUICE_DATA_DIR: dataDir });
-    engines.push(host);
-    host.deps.billing.createAccount({ id: 'acc', credits: GRANT, now: Date.now() });
+    const env = { ...ENV, ...(await scope.engines.env()) };
+    const host = await scope.engines.open({ ...env, SLUICE_DATA_DIR: dataDir });
+    await host.deps.billing.createAccount({ id: 'acc', credits: GRANT, now: Date.now() });
     const job = await host.jobService.submit({ accountId: 'acc', type: 'gender', body: fs.createReadStream(input), inputName: 'in.csv', options: {} });
-    const db = new DbPeek(dataDir);
-    peeks.push(db);
-    const chunk0 = () => ({ ...db.chunkCursors(job.id)[0]!, takes: db.chunkLeaseTakes(job.id)[0]! });
+    const db = scope.peek(dataDir, env);
+    const chunk0 = async () => ({ ...(await db.chunkCursors(job.id))[0]!, takes: (await db.chunkLeaseTakes(job.id))[0]! });
 
-    const first = spawnCli(['worker', '--concurrency', '1'], cliEnv(dataDir, { ...ENV, SLUICE_LOG_LEVEL: 'warn' }));
+    const first = spawnCli(['worker', '--concurrency', '1'], cliEnv(dataDir, { ...env, SLUICE_LOG_LEVEL: 'warn' }));
     await workerReady(first);
-    expect(await waitFor(() => (db.chunkCursors(job.id)[0]?.cursor ?? 0) >= 1_000, 30_000, 2), first.stderr()).toBe(true);
-    await freezeOutsideWriteLock(first.child, dbFileOf(dataDir));
-    const frozen = chunk0();
+    expect(await waitUntil(async () => ((await db.chunkCursors(job.id))[0]?.cursor ?? 0) >= 1_000, 30_000, 2), first.stderr()).toBe(true);
+    await freezeOutsideWriteLock(first.child, db, dataDir);
+    const frozen = await chunk0();
     expect(frozen.cursor, 'the freeze landed too late to leave chunk 0 work to take over').toBeLessThan(frozen.row_count - 1_000);
 
-    const second = spawnCli(['worker'], cliEnv(dataDir, { ...ENV, SLUICE_LOG_LEVEL: 'warn' }));
-    const tookOver = await waitFor(() => {
-      const now = chunk0();
+    const second = spawnCli(['worker'], cliEnv(dataDir, { ...env, SLUICE_LOG_LEVEL: 'warn' }));
+    const tookOver = await waitUntil(async () => {
+      const now = await chunk0();
       return now.takes > frozen.takes && now.cursor >= frozen.cursor + 500;
     }, 30_000, 2);
-    expect(tookOver, `chunk 0 was not taken over: ${JSON.stringify(chunk0())}\n${second.stderr()}`).toBe(true);
-    const atWake = chunk0();
+    expect(tookOver, `chunk 0 was not taken over: ${JSON.stringify(await chunk0())}\n${second.stderr()}`).toBe(true);
+    const atWake = await chunk0();
     first.child.kill('SIGCONT');
 
     expect(frozen.status).toBe('pending');
     expect(atWake.status, 'the second worker finished chunk 0 before the first woke: no race was run').toBe('pending');
     expect(atWake.cursor).toBeLessThan(atWake.row_count);
     expect(await jobEnd(db, job.id, [first, second]), `${first.stderr()}\n${second.stderr()}`).toBe('completed');
-    const noticed = await waitFor(() => logRecords(first.stderr()).some((r) => r.msg === 'lease lost; another worker has the work'), 5_000, 20);
+    const noticed = await waitUntil(() => logRecords(first.stderr()).some((r) => r.msg === 'lease lost; another worker has the work'), 5_000, 20);
     expect(noticed, `the woken worker did not report its lost lease:\n${first.stderr()}`).toBe(true);
     expect(first.child.exitCode, first.stderr()).toBeNull();
     expect(second.child.exitCode, second.stderr()).toBeNull();
-    expect(db.chunkLeaseTakes(job.id)[0]).toBeGreaterThanOrEqual(2);
+    expect((await db.chunkLeaseTakes(job.id))[0]).toBeGreaterThanOrEqual(2);
 
     expectSameOutcome(await jobOutcome(host, 'acc', job.id), reference, 'after a frozen worker woke up');
   });
 });
 
-describe('many jobs of one account with a small balance, in several worker processes', () => {
+describe.each(TEST_STORES)('many jobs of one account with a small balance, in several worker processes, on %s', (store) => {
+  const scope = reliabilityScope(store);
   const ENV = { SLUICE_CHUNK_ROWS: '300', SLUICE_BATCH_ROWS: '50', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2' };
   const JOBS = 4;
   const ROWS = 1_000;
@@ -96,72 +94,76 @@ describe('many jobs of one account with a small balance, in several worker proce
     const inputs = await Promise.all(
       Array.from({ length: JOBS }, (_, i) => writeGenderCsv(dir, `in-${i}.csv`, { rows: ROWS, seed: 90 + i, pool: 2_400, duplicateShare: 0.1, invalidShare: 0.03 })),
     );
-    const references = await cleanRuns(path.join(dir, 'reference'), inputs, ENV, GRANT);
+    const references = await cleanRuns(path.join(dir, 'reference'), inputs, { ...ENV, ...(await scope.engines.env()) }, GRANT);
     const payable = new Set(references.flatMap((r) => r.chargedKeys));
     expect(payable.size, 'the balance must be too small for the jobs').toBeGreaterThan(BALANCE);
 
     const dataDir = path.join(dir, 'data');
     const jobIds: string[] = [];
-    const setup = await openTestEngine({ ...ENV, SLUICE_DATA_DIR: dataDir });
+    const env = { ...ENV, ...(await scope.engines.env()) };
+    // Closed before the workers start, so that one of them hosts the data dir's embedded S3 server.
+    const setup = await openTestEngine({ ...env, SLUICE_DATA_DIR: dataDir });
     try {
-      setup.deps.billing.createAccount({ id: 'acc', credits: BALANCE, now: Date.now() });
+      await setup.deps.billing.createAccount({ id: 'acc', credits: BALANCE, now: Date.now() });
       for (const [i, input] of inputs.entries()) {
         jobIds.push((await setup.jobService.submit({ accountId: 'acc', type: 'gender', body: fs.createReadStream(input), inputName: `in-${i}.csv`, options: {} })).id);
       }
     } finally {
       await setup.close();
     }
-    const reader = new Database(dbFileOf(dataDir), { readonly: true, timeout: 5_000 });
-    readers.push(reader);
-    const money = () =>
-      reader
-        .prepare("SELECT credits, credits - (SELECT COALESCE(SUM(amount), 0) FROM credit_reservations WHERE account_id = 'acc') AS available FROM accounts WHERE id = 'acc'")
-        .get() as { credits: number; available: number };
+    const reader = scope.peek(dataDir, env);
+    // CAST: PostgreSQL's SUM of BIGINT is NUMERIC, which node-postgres gives as a string.
+    const money = async () =>
+      (await reader.get<{ credits: number; available: number }>(
+        "SELECT credits, credits - (SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM credit_reservations WHERE account_id = 'acc') AS available FROM accounts WHERE id = 'acc'",
+      ))!;
     const jobRows = () =>
-      jobIds.map(
-        (id) => reader.prepare('SELECT status, reason, credits_used, lease_owner FROM jobs WHERE id = ?').get(id) as { status: string; reason: string | null; credits_used: number; lease_owner: string | null },
+      Promise.all(
+        jobIds.map(
+          async (id) =>
+            (await reader.get<{ status: string; reason: string | null; credits_used: number; lease_owner: string | null }>('SELECT status, reason, credits_used, lease_owner FROM jobs WHERE id = ?', [id]))!,
+        ),
       );
-    const leasesHeld = () => (reader.prepare('SELECT COUNT(*) AS n FROM job_chunks WHERE lease_owner IS NOT NULL').get() as { n: number }).n;
-    const workers: CliChild[] = Array.from({ length: WORKERS }, () => spawnCli(['worker'], cliEnv(dataDir, ENV)));
+    const leasesHeld = async () => (await reader.get<{ n: number }>('SELECT COUNT(*) AS n FROM job_chunks WHERE lease_owner IS NOT NULL'))!.n;
+    const workers: CliChild[] = Array.from({ length: WORKERS }, () => spawnCli(['worker'], cliEnv(dataDir, env)));
     // A dead worker ends the wait too, so that the test fails at once and says why.
-    const settled = (done: (status: string) => boolean) => () =>
-      (jobRows().every((j) => done(j.status) && j.lease_owner === null) && leasesHeld() === 0) || workers.some((w) => w.child.exitCode !== null);
+    const settled = (done: (status: string) => boolean) => async () =>
+      ((await jobRows()).every((j) => done(j.status) && j.lease_owner === null) && (await leasesHeld()) === 0) || workers.some((w) => w.child.exitCode !== null);
 
     await Promise.all(workers.map((w) => workerReady(w)));
     let lowest = { credits: BALANCE, available: BALANCE };
-    const lowestWhile = async (until: () => boolean) =>
-      waitFor(() => {
-        const now = money();
+    const lowestWhile = async (until: () => Promise<boolean>) =>
+      waitUntil(async () => {
+        const now = await money();
         lowest = { credits: Math.min(lowest.credits, now.credits), available: Math.min(lowest.available, now.available) };
         return until();
       }, 60_000, 2);
 
-    expect(await lowestWhile(settled((s) => s === 'paused' || s === 'completed')), JSON.stringify(jobRows())).toBe(true);
+    expect(await lowestWhile(settled((s) => s === 'paused' || s === 'completed')), JSON.stringify(await jobRows())).toBe(true);
     for (const worker of workers) expect(worker.child.exitCode, worker.stderr()).toBeNull();
-    const stopped = jobRows();
+    const stopped = await jobRows();
     const spent = stopped.reduce((sum, j) => sum + j.credits_used, 0);
     expect(stopped.filter((j) => j.credits_used > 0).length, 'the balance was not shared between jobs').toBeGreaterThan(1);
     expect(stopped.filter((j) => j.status === 'paused').map((j) => j.reason)).toContain('insufficient_credits');
     expect(new Set(stopped.filter((j) => j.status === 'paused').map((j) => j.reason))).toEqual(new Set(['insufficient_credits']));
     expect(lowest.credits).toBeGreaterThanOrEqual(0);
     expect(lowest.available, 'more credits reserved than the balance held').toBeGreaterThanOrEqual(0);
-    expect(money(), 'the balance drop and the reservations left').toEqual({ credits: BALANCE - spent, available: BALANCE - spent });
-    expectLedgerAddsUp(reader, BALANCE - spent, spent);
+    expect(await money(), 'the balance drop and the reservations left').toEqual({ credits: BALANCE - spent, available: BALANCE - spent });
+    await expectLedgerAddsUp(reader, BALANCE - spent, spent);
 
-    const resume = await openTestEngine({ ...ENV, SLUICE_DATA_DIR: dataDir });
-    engines.push(resume);
-    resume.deps.billing.addCredits('acc', TOP_UP, 'topup', Date.now());
-    for (const [i, job] of stopped.entries()) if (job.status === 'paused') resume.jobService.resume(jobIds[i]!);
-    expect(await lowestWhile(settled((s) => s === 'completed')), JSON.stringify(jobRows())).toBe(true);
+    const resume = await scope.engines.open({ ...env, SLUICE_DATA_DIR: dataDir });
+    await resume.deps.billing.addCredits('acc', TOP_UP, 'topup', Date.now());
+    for (const [i, job] of stopped.entries()) if (job.status === 'paused') await resume.jobService.resume(jobIds[i]!);
+    expect(await lowestWhile(settled((s) => s === 'completed')), JSON.stringify(await jobRows())).toBe(true);
     for (const worker of workers) expect(worker.child.exitCode, worker.stderr()).toBeNull();
 
     const outcomes = await Promise.all(jobIds.map((id) => jobOutcome(resume, 'acc', id)));
     const total = outcomes.reduce((sum, o) => sum + o.creditsUsed, 0);
     expect(total, 'each address the files hold is paid for once, by whichever job came first').toBe(payable.size);
     expect(new Set(outcomes.flatMap((o) => o.chargedKeys))).toEqual(payable);
-    expect(money()).toEqual({ credits: BALANCE + TOP_UP - total, available: BALANCE + TOP_UP - total });
+    expect(await money()).toEqual({ credits: BALANCE + TOP_UP - total, available: BALANCE + TOP_UP - total });
     expect(lowest.credits).toBeGreaterThanOrEqual(0);
-    expectLedgerAddsUp(reader, BALANCE + TOP_UP - total, total);
+    await expectLedgerAddsUp(reader, BALANCE + TOP_UP - total, total);
 
     // Which job paid for a shared address depends on timing, so `credits` and `cached` may differ
     // from a job run alone; every other cell, and the rows' number and order, may not.
@@ -187,8 +189,10 @@ function withoutBilling(row: Record<string, string>): Record<string, string> {
  * at the account's balance, and the charge lines add up to what the jobs say they used and to the
  * addresses recorded as paid for.
  */
-function expectLedgerAddsUp(reader: Database.Database, balance: number, charged: number): void {
-  const lines = reader.prepare("SELECT delta, reason FROM ledger WHERE account_id = 'acc' ORDER BY rowid").all() as { delta: number; reason: string }[];
+async function expectLedgerAddsUp(reader: StorePeek, balance: number, charged: number): Promise<void> {
+  // `seq` numbers the lines as they were written: on PostgreSQL a line takes it after the lock on
+  // its account, so two charges of one account get theirs in the order they commit.
+  const lines = await reader.all<{ delta: number; reason: string }>("SELECT delta, reason FROM ledger WHERE account_id = 'acc' ORDER BY seq");
   let running = 0;
   let lowest = 0;
   for (const line of lines) {
@@ -198,6 +202,6 @@ function expectLedgerAddsUp(reader: Database.Database, balance: number, charged:
   expect(lowest, 'the ledger went below 0 at some point').toBe(0);
   expect(running).toBe(balance);
   expect(-lines.filter((l) => l.reason === 'charge').reduce((sum, l) => sum + l.delta, 0)).toBe(charged);
-  const paidKeys = (reader.prepare("SELECT COUNT(*) AS n FROM billing_cache WHERE account_seq = (SELECT seq FROM accounts WHERE id = 'acc')").get() as { n: number }).n;
+  const paidKeys = (await reader.get<{ n: number }>("SELECT COUNT(*) AS n FROM billing_cache WHERE account_seq = (SELECT seq FROM accounts WHERE id = 'acc')"))!.n;
   expect(paidKeys, 'addresses paid for').toBe(charged);
 }

@@ -4,11 +4,13 @@ import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { expect } from 'vitest';
+import pg from 'pg';
+import { afterEach, expect } from 'vitest';
 import { runJob } from '../../src/cli/run-command.js';
-import { exited, waitFor } from '../support/child-worker.js';
-import type { CliChild, DbPeek } from '../support/cli-process.js';
-import { openTestEngine, REPO_ROOT, type TestEngine } from '../support/test-engine.js';
+import { STORE_KINDS, type StoreKind } from '../../src/storage/store.js';
+import { exited } from '../support/child-worker.js';
+import { killChildren, removeScratchDirs, type CliChild, type JobRow } from '../support/cli-process.js';
+import { engineScope, openTestEngine, REPO_ROOT, type TestEngine } from '../support/test-engine.js';
 
 /**
  * What a finished job left behind, in a form two runs of one file can be compared by: result
@@ -29,24 +31,26 @@ export interface JobOutcome {
 
 export async function jobOutcome(engine: TestEngine, accountId: string, jobId: string): Promise<JobOutcome> {
   const { billing } = engine.deps;
-  const job = engine.jobService.get(jobId);
+  const job = await engine.jobService.get(jobId);
   return {
     status: job.status,
     all: await streamToBuffer(await engine.jobService.openResult(jobId, 'all')),
     found: await streamToBuffer(await engine.jobService.openResult(jobId, 'found')),
     creditsUsed: job.creditsUsed,
-    chargedKeys: billing.chargedKeys(accountId, jobId),
-    chargeDeltas: billing
-      .ledger(accountId)
+    chargedKeys: await billing.chargedKeys(accountId, jobId),
+    chargeDeltas: (await billing.ledger(accountId))
       .filter((l) => l.reason === 'charge' && l.jobId === jobId)
       .map((l) => l.delta)
       .sort((a, b) => a - b),
-    balance: billing.requireAccount(accountId).credits,
-    available: billing.available(accountId),
+    balance: (await billing.requireAccount(accountId)).credits,
+    available: await billing.available(accountId),
   };
 }
 
-/** The same file run start to end by one in-process engine in its own data dir: the reference. */
+/**
+ * The same file run start to end by one in-process engine in its own data dir: the reference. On
+ * PostgreSQL `env` names the reference's own database (SLUICE_DATABASE_URL), apart from the test's.
+ */
 export async function cleanRun(dataDir: string, input: string, env: Record<string, string>, credits: number): Promise<JobOutcome> {
   return (await cleanRuns(dataDir, [input], env, credits))[0]!;
 }
@@ -57,7 +61,7 @@ export async function cleanRun(dataDir: string, input: string, env: Record<strin
  */
 export function cleanRunMeanwhile(dataDir: string, input: string, env: Record<string, string>, credits: number): Promise<JobOutcome> {
   const run = cleanRun(dataDir, input, env, credits);
-  run.catch(() => undefined);
+  void run.catch(() => undefined);
   return run;
 }
 
@@ -68,7 +72,7 @@ export async function cleanRuns(dataDir: string, inputs: string[], env: Record<s
     const outcomes: JobOutcome[] = [];
     for (const [i, input] of inputs.entries()) {
       const accountId = i === 0 ? 'acc' : `acc-${i}`;
-      engine.deps.billing.createAccount({ id: accountId, credits, now: Date.now() });
+      await engine.deps.billing.createAccount({ id: accountId, credits, now: Date.now() });
       // An explicit out dir: without one, runJob writes the result files under the working directory.
       const run = await runJob(engine, { file: input, type: 'gender', accountId, outDir: path.join(dataDir, 'out', String(i)) });
       if (run.summary.status !== 'completed') throw new Error(`the clean run of ${input} ended ${run.summary.status}`);
@@ -236,42 +240,187 @@ export async function outageSwitch(targetPort: number): Promise<Outage> {
 }
 
 /**
- * Stops `child` with SIGSTOP at a moment when it holds no SQLite write lock, and resolves with the
- * number of tries. A process frozen inside a checkpoint transaction would keep every other process
- * from writing, so a take-over could not happen at all: that is a different test from a frozen
- * worker whose lease runs out while the others go on. A short `BEGIN IMMEDIATE` from here proves
- * the lock is free; when it is not, the child runs on for a moment and is stopped again.
+ * What a test of a `describe.each(TEST_STORES)` suite opens on `store`, closed after each test in
+ * this order: processes first (SIGKILL also ends one left stopped by a failed test), then the
+ * servers, peeks and engines they used, then the test's databases and scratch dirs.
  */
-export async function freezeOutsideWriteLock(child: ChildProcess, dbFile: string, maxTries = 200): Promise<number> {
-  const probe = new Database(dbFile, { fileMustExist: true, timeout: 50 });
+export function reliabilityScope(store: StoreKind) {
+  const engines = engineScope(store);
+  const peeks: StorePeek[] = [];
+  const closers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    await killChildren();
+    await stopS3Servers();
+    for (const close of closers.splice(0).reverse()) await close();
+    for (const peek of peeks.splice(0)) await peek.close();
+    await engines.closeAll();
+    removeScratchDirs();
+  });
+  return {
+    engines,
+    /** Run after the test, last added first. */
+    closers,
+    peek(dataDir: string, env: Record<string, string>): StorePeek {
+      const peek = openPeek(dataDir, env);
+      peeks.push(peek);
+      return peek;
+    },
+  };
+}
+
+/** Whether `env` puts an engine on PostgreSQL (SLUICE_DATABASE_URL) rather than the data dir's SQLite file. */
+export function storeOf(env: Record<string, string>): StoreKind {
+  return env.SLUICE_DATABASE_URL === undefined ? STORE_KINDS.sqlite : STORE_KINDS.postgres;
+}
+
+/**
+ * Read-only looks at the store of a data dir (its SQLite file, or the PostgreSQL database that
+ * `env` names) while other processes write it. The SQL is what both stores accept, with `?`
+ * parameters; PostgreSQL's BIGINT comes back as a number, as from SQLite.
+ */
+export interface StorePeek {
+  readonly kind: StoreKind;
+  all<R>(sql: string, params?: readonly unknown[]): Promise<R[]>;
+  get<R>(sql: string, params?: readonly unknown[]): Promise<R | undefined>;
+  job(id: string): Promise<JobRow>;
+  heldChunkLeases(jobId: string): Promise<number>;
+  /**
+   * How often each chunk's lease was taken (its epoch counts every take): more than once means a
+   * worker lost the chunk, crashed on it or failed on it and tried again.
+   */
+  chunkLeaseTakes(jobId: string): Promise<number[]>;
+  chunkCursors(jobId: string): Promise<{ chunk_index: number; cursor: number; row_count: number; status: string }[]>;
+  close(): Promise<void>;
+}
+
+const INT8_OID = 20;
+const PEEK_TYPES = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID) return (value: string) => Number(value);
+    return format === 'binary' ? pg.types.getTypeParser(oid, 'binary') : pg.types.getTypeParser(oid, 'text');
+  },
+} as pg.CustomTypesConfig;
+
+export function openPeek(dataDir: string, env: Record<string, string>): StorePeek {
+  const url = env.SLUICE_DATABASE_URL;
+  let all: StorePeek['all'];
+  let close: () => Promise<void>;
+  if (url === undefined) {
+    const db = new Database(dbFileOf(dataDir), { fileMustExist: true });
+    db.pragma('busy_timeout = 5000');
+    all = async <R>(sql: string, params: readonly unknown[] = []) => db.prepare(sql).all(...params) as R[];
+    close = async () => void db.close();
+  } else {
+    const pool = new pg.Pool({ connectionString: url, max: 2, types: PEEK_TYPES });
+    // The test drops the database at its end, which cuts idle connections: not a failure.
+    pool.on('error', () => undefined);
+    all = async <R>(sql: string, params: readonly unknown[] = []) => {
+      let n = 0;
+      return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), params as unknown[])).rows as R[];
+    };
+    close = () => pool.end();
+  }
+  const get = async <R>(sql: string, params: readonly unknown[] = []) => (await all<R>(sql, params))[0];
+  return {
+    kind: storeOf(env),
+    all,
+    get,
+    async job(id) {
+      const row = await get<JobRow>('SELECT status, phase, processed_rows, total_rows, lease_owner FROM jobs WHERE id = ?', [id]);
+      if (!row) throw new Error(`no job ${id}`);
+      return row;
+    },
+    async heldChunkLeases(jobId) {
+      return (await get<{ n: number }>('SELECT COUNT(*) AS n FROM job_chunks WHERE job_id = ? AND lease_owner IS NOT NULL', [jobId]))!.n;
+    },
+    async chunkLeaseTakes(jobId) {
+      return (await all<{ n: number }>('SELECT lease_epoch AS n FROM job_chunks WHERE job_id = ? ORDER BY chunk_index', [jobId])).map((r) => r.n);
+    },
+    chunkCursors(jobId) {
+      return all('SELECT chunk_index, cursor, row_count, status FROM job_chunks WHERE job_id = ? ORDER BY chunk_index', [jobId]);
+    },
+    close,
+  };
+}
+
+/** As test/support's waitFor, for checks that read the store and so answer a promise. */
+export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 5): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await sleep(everyMs);
+  }
+  return check();
+}
+
+/**
+ * Stops `child` with SIGSTOP at a moment when it holds no write lock of the store, and resolves
+ * with the number of tries. A process frozen inside a checkpoint transaction would keep every
+ * other process from writing (SQLite) or from the rows it locked (PostgreSQL), so a take-over
+ * could not happen at all: that is a different test from a frozen worker whose lease runs out
+ * while the others go on. On SQLite a short `BEGIN IMMEDIATE` from here proves the lock is free; on
+ * PostgreSQL no other session of the database has a transaction open. When the lock is held, the
+ * child runs on for a moment and is stopped again.
+ */
+export async function freezeOutsideWriteLock(child: ChildProcess, peek: StorePeek, dataDir: string, maxTries = 200): Promise<number> {
+  const probe = peek.kind === STORE_KINDS.sqlite ? new Database(dbFileOf(dataDir), { fileMustExist: true, timeout: 50 }) : undefined;
+  const lockFree = async (): Promise<boolean> => {
+    if (probe) {
+      try {
+        probe.exec('BEGIN IMMEDIATE');
+        probe.exec('ROLLBACK');
+        return true;
+      } catch {
+        return false;
+      }
+    }
+    const open = await peek.get<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND xact_start IS NOT NULL",
+    );
+    return open!.n === 0;
+  };
   try {
     for (let tries = 1; tries <= maxTries; tries++) {
       child.kill('SIGSTOP');
       // The signal is delivered asynchronously; give the kernel a moment to actually stop it.
       await sleep(20);
-      try {
-        probe.exec('BEGIN IMMEDIATE');
-        probe.exec('ROLLBACK');
-        return tries;
-      } catch {
-        child.kill('SIGCONT');
-        await sleep(5 + Math.floor(Math.random() * 20));
-      }
+      if (await lockFree()) return tries;
+      child.kill('SIGCONT');
+      await sleep(5 + Math.floor(Math.random() * 20));
     }
     throw new Error(`could not stop process ${child.pid} outside a write transaction in ${maxTries} tries`);
   } finally {
-    probe.close();
+    probe?.close();
   }
 }
 
-/** Holds SQLite's write lock on `dbFile` from this process, as a backup, a migration or a stuck tool would. */
-export function lockDatabase(dbFile: string): { release: () => void } {
-  const db = new Database(dbFile, { fileMustExist: true, timeout: 10_000 });
-  db.exec('BEGIN EXCLUSIVE');
+/**
+ * Holds the store's write lock from this process, as a backup, a migration or a stuck tool would:
+ * SQLite's one write lock on the file, or on PostgreSQL every table of the database in EXCLUSIVE
+ * mode, which lets readers through and makes every writer wait, as SQLite's lock in WAL mode does.
+ */
+export async function lockStore(dataDir: string, env: Record<string, string>): Promise<{ release: () => Promise<void> }> {
+  const url = env.SLUICE_DATABASE_URL;
+  if (url === undefined) {
+    const db = new Database(dbFileOf(dataDir), { fileMustExist: true, timeout: 10_000 });
+    db.exec('BEGIN EXCLUSIVE');
+    return {
+      async release() {
+        db.exec('COMMIT');
+        db.close();
+      },
+    };
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const tables = (await client.query<{ name: string }>("SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename")).rows;
+  if (tables.length === 0) throw new Error('no tables to lock');
+  await client.query('BEGIN');
+  await client.query(`LOCK TABLE ${tables.map((t) => t.name).join(', ')} IN EXCLUSIVE MODE`);
   return {
-    release() {
-      db.exec('COMMIT');
-      db.close();
+    async release() {
+      await client.query('COMMIT');
+      await client.end();
     },
   };
 }
@@ -281,10 +430,10 @@ export function lockDatabase(dbFile: string): { release: () => void } {
  * would leave it running for ever), and gives the job's status then: a test fails at once, with the
  * reason, instead of waiting out its time-out.
  */
-export async function jobEnd(db: DbPeek, jobId: string, processes: CliChild[], timeoutMs = 30_000): Promise<string> {
+export async function jobEnd(db: { job(id: string): JobRow | Promise<JobRow> }, jobId: string, processes: CliChild[], timeoutMs = 30_000): Promise<string> {
   const running = (status: string) => status === 'queued' || status === 'running';
-  await waitFor(() => !running(db.job(jobId).status) || processes.some((p) => p.child.exitCode !== null || p.child.signalCode !== null), timeoutMs, 20);
-  return db.job(jobId).status;
+  await waitUntil(async () => !running((await db.job(jobId)).status) || processes.some((p) => p.child.exitCode !== null || p.child.signalCode !== null), timeoutMs, 20);
+  return (await db.job(jobId)).status;
 }
 
 export function dbFileOf(dataDir: string): string {

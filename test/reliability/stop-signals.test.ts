@@ -107,7 +107,7 @@ describe('SIGTERM in the middle of a job', () => {
     const reference = cleanRunMeanwhile(path.join(dir, 'reference'), input, ENV, GRANT);
     const dataDir = path.join(dir, 'data');
     const setup = await openTestEngine({ ...ENV, SLUICE_DATA_DIR: dataDir });
-    setup.deps.billing.createAccount({ id: 'acc', credits: GRANT, now: Date.now() });
+    await setup.deps.billing.createAccount({ id: 'acc', credits: GRANT, now: Date.now() });
     await setup.close();
     const db = new DbPeek(dataDir);
     peeks.push(db);

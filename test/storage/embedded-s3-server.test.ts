@@ -128,7 +128,7 @@ describe('ensureEmbeddedS3', () => {
     fs.mkdirSync(path.join(dataDir, 's3'), { recursive: true });
     fs.writeFileSync(path.join(dataDir, 's3', 'port'), String((stranger.address() as AddressInfo).port));
 
-    await expect(ensureEmbeddedS3(options)).rejects.toMatchObject({ code: ERROR_CODES.storageUnavailable, retryable: true });
+    await expect(() => ensureEmbeddedS3(options)).rejects.toMatchObject({ code: ERROR_CODES.storageUnavailable, retryable: true });
   });
 
   it('the server of another data dir is not taken for this one', async () => {
@@ -137,7 +137,7 @@ describe('ensureEmbeddedS3', () => {
     fs.mkdirSync(path.join(dataDir, 's3'), { recursive: true });
     fs.writeFileSync(path.join(dataDir, 's3', 'port'), elsewhere.endpoint.split(':').pop() ?? '');
 
-    await expect(ensureEmbeddedS3(options)).rejects.toMatchObject({ code: ERROR_CODES.storageUnavailable });
+    await expect(() => ensureEmbeddedS3(options)).rejects.toMatchObject({ code: ERROR_CODES.storageUnavailable });
   });
 });
 

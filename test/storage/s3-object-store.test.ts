@@ -164,7 +164,7 @@ describe('S3ObjectStore against the embedded server', () => {
       yield Buffer.alloc(6 * MiB, 1);
       throw new AppError(ERROR_CODES.tooManyRows, 'more than 10 rows');
     }
-    await expect(store.putStream('inputs/bad.csv', Readable.from(tooLong()))).rejects.toMatchObject({ code: ERROR_CODES.tooManyRows });
+    await expect(() => store.putStream('inputs/bad.csv', Readable.from(tooLong()))).rejects.toMatchObject({ code: ERROR_CODES.tooManyRows });
     expect(await store.head('inputs/bad.csv')).toBeUndefined();
   });
 
@@ -177,7 +177,7 @@ describe('S3ObjectStore against the embedded server', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       yield Buffer.alloc(MiB);
     }
-    await expect(store.putStream('inputs/aborted.bin', Readable.from(slow()), { signal: controller.signal })).rejects.toBe(stop);
+    await expect(() => store.putStream('inputs/aborted.bin', Readable.from(slow()), { signal: controller.signal })).rejects.toBe(stop);
   });
 
   it('a presigned URL downloads the bytes with plain fetch and names the file', async () => {
@@ -359,7 +359,7 @@ describe('S3ObjectStore against the embedded server', () => {
   it('ensureBucket creates a missing bucket and is idempotent', async () => {
     const other = new S3ObjectStore({ ...settings, bucket: 'other-bucket' });
     extraStores.push(other);
-    await expect(other.ping()).rejects.toBeInstanceOf(AppError);
+    await expect(() => other.ping()).rejects.toBeInstanceOf(AppError);
     await other.ensureBucket();
     await other.ensureBucket();
     await other.putBytes('a.txt', 'a');
@@ -396,8 +396,8 @@ describe.each([
   it('a missing key: head is undefined, reads reject with object_not_found', async () => {
     const s = make();
     expect(await s.head('nope.csv')).toBeUndefined();
-    await expect(s.getBytes('nope.csv')).rejects.toMatchObject({ code: ERROR_CODES.objectNotFound, statusCode: 404 });
-    await expect(s.getStream('nope.csv')).rejects.toMatchObject({ code: ERROR_CODES.objectNotFound });
+    await expect(() => s.getBytes('nope.csv')).rejects.toMatchObject({ code: ERROR_CODES.objectNotFound, statusCode: 404 });
+    await expect(() => s.getStream('nope.csv')).rejects.toMatchObject({ code: ERROR_CODES.objectNotFound });
   });
 
   it('reads byte ranges as HTTP counts them, and refuses one past the end', async () => {
@@ -406,7 +406,7 @@ describe.each([
     expect((await readAll(await s.getStream('r.txt', { start: 2, end: 4 }))).toString()).toBe('234');
     expect((await readAll(await s.getStream('r.txt', { start: 7 }))).toString()).toBe('789');
     expect((await readAll(await s.getStream('r.txt', { start: 8, end: 99 }))).toString()).toBe('89');
-    await expect(s.getStream('r.txt', { start: 10 })).rejects.toMatchObject({ code: ERROR_CODES.badArgument, statusCode: 416 });
+    await expect(() => s.getStream('r.txt', { start: 10 })).rejects.toMatchObject({ code: ERROR_CODES.badArgument, statusCode: 416 });
   });
 
   it('presigns a URL that expires when it says', async () => {

@@ -56,7 +56,7 @@ describe('webhook management', () => {
     const admin = json(await call(h, account.key, 'GET', `/api/webhooks/${hook.id}`));
     expect(admin.result.signing_secret).toBe(hook.signing_secret);
     for (const role of ['tech', 'readonly'] as const) {
-      const other = json(await call(h, addKey(h, account.id, role).key, 'GET', `/api/webhooks/${hook.id}`));
+      const other = json(await call(h, (await addKey(h, account.id, role)).key, 'GET', `/api/webhooks/${hook.id}`));
       expect(other.result.id).toBe(hook.id);
       expect(other.result).not.toHaveProperty('signing_secret');
     }
@@ -86,7 +86,7 @@ describe('webhook management', () => {
     const h = await harness();
     const account = await newAccount(h);
     const hook = await createHook(h, account.key);
-    const tech = addKey(h, account.id, 'tech').key;
+    const tech = (await addKey(h, account.id, 'tech')).key;
     const denied = await call(h, tech, 'PUT', '/api/webhooks', { id: hook.id, url: 'https://hooks2.example.com/b' });
     expect(denied.statusCode).toBe(403);
     expect(json(denied)).toMatchObject({ success: false, result: { code: 'forbidden' } });
@@ -126,7 +126,7 @@ describe('webhook management', () => {
     const h = await harness();
     const account = await newAccount(h);
     const hook = await createHook(h, account.key);
-    const key = addKey(h, account.id, role).key;
+    const key = (await addKey(h, account.id, role)).key;
     for (const [method, url, payload] of [
       ['DELETE', `/api/webhooks/${hook.id}`, undefined],
       ['POST', '/api/webhooks/test', { id: hook.id }],
@@ -143,7 +143,7 @@ describe('webhook management', () => {
     const h = await harness();
     const account = await newAccount(h);
     await createHook(h, account.key);
-    const readonly = addKey(h, account.id, 'readonly').key;
+    const readonly = (await addKey(h, account.id, 'readonly')).key;
     expect(json(await call(h, readonly, 'GET', '/api/webhooks')).total).toBe(1);
     const create = await call(h, readonly, 'POST', '/api/webhooks', { url: 'https://hooks.example.com/r' });
     expect(create.statusCode).toBe(403);

@@ -106,6 +106,6 @@ describe('EmbeddedGenderEngine with the real data', () => {
   });
 
   it('refuses to start when the signal has aborted', async () => {
-    await expect(engine.lookup(['john@x.com'], AbortSignal.abort(new Error('stop')))).rejects.toThrow('stop');
+    await expect(() => engine.lookup(['john@x.com'], AbortSignal.abort(new Error('stop')))).rejects.toThrow('stop');
   });
 });
