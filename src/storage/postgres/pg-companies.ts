@@ -10,19 +10,8 @@ const VALUES = 'name, core_key, description, industry, employee_count, country, 
 
 /** Spelling candidates returned at most, the most similar first. */
 const SPELLING_CANDIDATES = 500;
-/**
- * The characters the lookup compares (its TRIGRAM_CHARS), and what the trigram index covers: a
- * name one typo away must not be kept out by a long tail the caller never looks at.
- */
+/** The characters the lookup compares (its TRIGRAM_CHARS): candidates are ordered by these. */
 const TRIGRAM_CHARS = 64;
-/**
- * pg_trgm similarity a spelling candidate needs. The lookup keeps a name at trigram Dice 0.5 or
- * more, but pg_trgm counts other trigrams (per word, padded with blanks), so that bar maps to no
- * single pg_trgm value: over every one-edit pair of 6 to 11 characters on small alphabets that
- * passes Dice 0.5, the lowest pg_trgm similarity is 0.2 (`abbbbb` ~ `cbbbbb`). Just under it, so
- * that float rounding cannot drop such a pair.
- */
-const SPELLING_THRESHOLD = 0.19;
 
 type KeyedRow = CompanyRow & { k: string };
 
@@ -84,25 +73,33 @@ export class PgCompanies implements CompaniesPort {
   }
 
   /**
-   * Names near `core` in trigram similarity (pg_trgm, on the first TRIGRAM_CHARS characters), the
-   * most similar first, then id. The lookup re-scores them with its own trigram Dice.
+   * Names that hold at least half of the core name's pieces as substrings, as SQLite asks its
+   * trigram index (the same pieces), and names that hold a swap of two letters across a piece
+   * boundary. Half the pieces survive any one edit but such a swap, which breaks two pieces: with
+   * 2 or 3 pieces too few are left, and SQLite misses those names although they pass the lookup's
+   * bar. The most similar first by pg_trgm on the first TRIGRAM_CHARS characters, then id.
    */
   async spellingCandidates(core: string): Promise<KeyedRow[]> {
-    const head = [...core].slice(0, TRIGRAM_CHARS).join('');
+    const chars = [...core].slice(0, TRIGRAM_CHARS);
     // As SQLite's trigram index, which cannot match fewer than 3 characters.
-    if ([...head].length < 3) return [];
-    return this.db.transaction(async (tx) => {
-      // Local to this transaction: the pooled connection goes back with the default threshold.
-      await tx.query("SELECT set_config('pg_trgm.similarity_threshold', $1, true)", [String(SPELLING_THRESHOLD)]);
-      const { rows } = await tx.query<KeyedRow>(
-        `SELECT c.core_key AS k, ${COMPANY_COLUMNS_SQL} FROM companies c
-          WHERE left(c.core_key, ${TRIGRAM_CHARS}) % $1
-          ORDER BY similarity(left(c.core_key, ${TRIGRAM_CHARS}), $1) DESC, c.id
-          LIMIT ${SPELLING_CANDIDATES}`,
-        [head],
-      );
-      return rows;
-    });
+    if (chars.length < 3) return [];
+    const params = new Map<string, number>();
+    const like = (piece: string) => {
+      const pattern = `%${escapeLike(piece)}%`;
+      if (!params.has(pattern)) params.set(pattern, params.size + 2);
+      return `c.core_key LIKE $${params.get(pattern)!}`;
+    };
+    const where = spellingClauses(chars)
+      .map((clause) => `(${clause.map(like).join(' AND ')})`)
+      .join(' OR ');
+    const { rows } = await this.db.query<KeyedRow>(
+      `SELECT c.core_key AS k, ${COMPANY_COLUMNS_SQL} FROM companies c
+        WHERE ${where}
+        ORDER BY similarity(left(c.core_key, ${TRIGRAM_CHARS}), $1) DESC, c.id
+        LIMIT ${SPELLING_CANDIDATES}`,
+      [chars.join(''), ...params.keys()],
+    );
+    return rows;
   }
 
   /**
@@ -140,6 +137,49 @@ async function upsertOne(tx: PgQueryable, r: CompanyRecord): Promise<keyof Compa
     [r.nameKey, ...values, ...(r.domain === null ? [] : [r.domain])],
   );
   return updated.rowCount > 0 ? 'updated' : 'unchanged';
+}
+
+/**
+ * Each clause is a set of substrings a candidate must all hold: every ceil(n/2) of the n pieces,
+ * and for 2 or 3 pieces each pair of neighbours with the letters at their boundary swapped, with
+ * the other piece.
+ */
+function spellingClauses(chars: string[]): string[][] {
+  const parts = pieces(chars);
+  const need = Math.ceil(parts.length / 2);
+  const clauses: string[][] = [];
+  const pick = (from: number, chosen: string[]): void => {
+    if (chosen.length === need) {
+      clauses.push(chosen);
+      return;
+    }
+    for (let i = from; i < parts.length; i++) pick(i + 1, [...chosen, parts[i]!]);
+  };
+  pick(0, []);
+  if (chars.length >= 6 && parts.length <= 3) {
+    for (let i = 0; i + 1 < parts.length; i++) {
+      const left = [...parts[i]!];
+      const right = [...parts[i + 1]!];
+      const swapped = [...left.slice(0, -1), right[0]!, left[left.length - 1]!, ...right.slice(1)].join('');
+      clauses.push([swapped, ...parts.filter((_, j) => j !== i && j !== i + 1)]);
+    }
+  }
+  return clauses;
+}
+
+/**
+ * The core name cut into 2 to 4 pieces of at least 3 characters; a name shorter than 6 into its
+ * first and last 3 (which overlap). As SQLite's adapter cuts it.
+ */
+function pieces(chars: string[]): string[] {
+  const n = chars.length;
+  if (n < 6) return [...new Set([chars.slice(0, 3).join(''), chars.slice(n - 3).join('')])];
+  const count = Math.min(4, Math.floor(n / 3));
+  return Array.from({ length: count }, (_, i) => chars.slice(Math.floor((i * n) / count), Math.floor(((i + 1) * n) / count)).join(''));
+}
+
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (m) => `\\${m}`);
 }
 
 /** A tsquery operand in quotes: a quote or backslash inside is doubled, so nothing in it is syntax. */

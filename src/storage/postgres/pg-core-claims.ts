@@ -10,7 +10,14 @@ import type { PgDatabase, PgQueryable } from './pg-database.js';
  * dropped. So two claimers never take the same job or chunk.
  */
 
-const PHASE_CANDIDATE = `SELECT id, account_id AS "accountId", status FROM jobs
+interface Candidate {
+  id: string;
+  accountId: string;
+  status: string;
+  createdAt: number;
+}
+
+const PHASE_CANDIDATE = `SELECT id, account_id AS "accountId", status, created_at AS "createdAt" FROM jobs
   WHERE ((status = 'queued' AND phase = 'split' AND NOT (account_id = ANY($3::text[]))
           AND (SELECT count(*) FROM jobs r WHERE r.account_id = jobs.account_id AND r.status = 'running') < $2)
          OR (status = 'running' AND phase IN ('split', 'assemble')))
@@ -25,10 +32,10 @@ export function acquireJobPhase(db: PgDatabase, owner: string, now: number, leas
   return db.transaction(async (tx) => {
     const passedOver: string[] = [];
     while (passedOver.length <= MAX_PASSED_OVER) {
-      const { rows } = await tx.query<{ id: string; accountId: string; status: string }>(PHASE_CANDIDATE, [now, maxRunning, passedOver]);
+      const { rows } = await tx.query<Candidate>(PHASE_CANDIDATE, [now, maxRunning, passedOver]);
       const candidate = rows[0];
       if (!candidate) return undefined;
-      if (candidate.status === 'queued' && !(await belowRunningCap(tx, candidate.accountId, maxRunning, passedOver.length === 0))) {
+      if (candidate.status === 'queued' && !(await mayStart(tx, candidate, maxRunning, passedOver.length === 0))) {
         passedOver.push(candidate.accountId);
         continue;
       }
@@ -53,14 +60,22 @@ export function acquireJobPhase(db: PgDatabase, owner: string, now: number, leas
  * claim that holds one account's lock and waited for another's could deadlock with a claim doing
  * the same the other way round, so later accounts are only tried, and passed over when busy.
  */
-async function belowRunningCap(tx: PgQueryable, accountId: string, maxRunning: number, wait: boolean): Promise<boolean> {
+async function mayStart(tx: PgQueryable, candidate: Candidate, maxRunning: number, wait: boolean): Promise<boolean> {
+  const { accountId } = candidate;
   if (wait) await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [accountId]);
   else {
     const { rows } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [accountId]);
     if (!rows[0]!.locked) return false;
   }
-  const { rows } = await tx.query<{ n: number }>("SELECT count(*) AS n FROM jobs WHERE account_id = $1 AND status = 'running'", [accountId]);
-  return rows[0]!.n < maxRunning;
+  const { rows } = await tx.query<{ n: number; older: boolean }>(
+    // An older queued job of the account that another claimer has row-locked (and so this one's
+    // SKIP LOCKED passed over) is waiting for this lock: it starts first, as on SQLite.
+    `SELECT (SELECT count(*) FROM jobs WHERE account_id = $1 AND status = 'running') AS n,
+            EXISTS (SELECT 1 FROM jobs WHERE account_id = $1 AND status = 'queued' AND phase = 'split'
+                       AND (created_at < $2 OR (created_at = $2 AND id COLLATE "C" < $3 COLLATE "C"))) AS older`,
+    [accountId, candidate.createdAt, candidate.id],
+  );
+  return rows[0]!.n < maxRunning && !rows[0]!.older;
 }
 
 /** Fair share: the accounts with the fewest chunks in work first, then the oldest job. */

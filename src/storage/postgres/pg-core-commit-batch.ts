@@ -34,14 +34,13 @@ export async function commitBatch(db: PgDatabase, hooks: StoreHooks, input: Batc
 
 async function commitIn(tx: PgQueryable, hooks: StoreHooks, input: BatchCommit): Promise<BatchCommitResult> {
   const { jobId, chunkIndex, rows, now } = input;
-  if (rows > 0) {
-    const fenced = await tx.query(
-      `UPDATE job_chunks SET cursor = cursor + $5, failures = 0
-        WHERE job_id = $1 AND chunk_index = $2 AND lease_epoch = $3 AND lease_owner = $4 AND cursor = $6`,
-      [jobId, chunkIndex, input.lease.epoch, input.lease.owner, rows, input.cursor],
-    );
-    if (fenced.rowCount !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
-  }
+  // Fenced even when no row commits: a worker that lost its lease must not pause the job either.
+  const fenced = await tx.query(
+    `UPDATE job_chunks SET cursor = cursor + $5, failures = 0
+      WHERE job_id = $1 AND chunk_index = $2 AND lease_epoch = $3 AND lease_owner = $4 AND cursor = $6`,
+    [jobId, chunkIndex, input.lease.epoch, input.lease.owner, rows, input.cursor],
+  );
+  if (fenced.rowCount !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
   await charge(tx, input);
   await putResults(tx, input.cache, now);
   if (rows > 0) {

@@ -38,7 +38,7 @@ export class PgDeliveries implements DeliveriesPort {
     if (rowCount === 0) return 0;
     return this.db.transaction(async (tx) => {
       const { rows: events } = await tx.query<{ id: string }>(
-        'SELECT id FROM outbox WHERE sent_at IS NULL ORDER BY created_at, id COLLATE "C" LIMIT $1 FOR UPDATE SKIP LOCKED',
+        'SELECT id FROM outbox WHERE sent_at IS NULL ORDER BY created_at, seq LIMIT $1 FOR UPDATE SKIP LOCKED',
         [limit],
       );
       if (events.length === 0) return 0;

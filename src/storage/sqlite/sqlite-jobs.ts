@@ -293,10 +293,9 @@ export class SqliteJobs implements JobsPort {
     const { jobId, chunkIndex, lease, rows, now } = input;
     return this.db
       .transaction((): BatchCommitResult => {
-        if (rows > 0) {
-          const moved = this.s.advanceChunk.run({ jobId, chunkIndex, epoch: lease.epoch, owner: lease.owner, expectedCursor: input.cursor, rows }).changes;
-          if (moved !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
-        }
+        // Fenced even when no row commits: a worker that lost its lease must not pause the job either.
+        const moved = this.s.advanceChunk.run({ jobId, chunkIndex, epoch: lease.epoch, owner: lease.owner, expectedCursor: input.cursor, rows }).changes;
+        if (moved !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
         const paid = this.billing.chargeKeysSync({ accountId: input.accountId, jobId, ...input.charges, now }, { jobId, chunkIndex });
         // Nothing has been written yet but the cursor, which the rollback takes back.
         if (!paid.ok) throw new ChargeConflict(paid.billed, paid.balance);

@@ -139,8 +139,10 @@ CREATE TABLE chunk_outputs (
   PRIMARY KEY (job_id, chunk_index, first_row)
 );
 
--- Events written in the same transaction as the state change that causes them.
+-- Events written in the same transaction as the state change that causes them. `seq` keeps the
+-- order they were queued in, which events of one millisecond would otherwise lose (ids are random).
 CREATE TABLE outbox (
+  seq        BIGINT GENERATED ALWAYS AS IDENTITY,
   id         TEXT PRIMARY KEY,
   event      TEXT NOT NULL,
   account_id TEXT,
@@ -149,4 +151,4 @@ CREATE TABLE outbox (
   sent_at    BIGINT
 );
 -- The relay reads `WHERE sent_at IS NULL ORDER BY created_at`: sent events, nearly all of them, stay out of it.
-CREATE INDEX outbox_unsent ON outbox (created_at) WHERE sent_at IS NULL;
+CREATE INDEX outbox_unsent ON outbox (created_at, seq) WHERE sent_at IS NULL;

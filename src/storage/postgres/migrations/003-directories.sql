@@ -40,6 +40,6 @@ CREATE UNIQUE INDEX companies_without_domain ON companies (name_key) WHERE domai
 -- An expression index rather than a stored column: the vector is only needed to find rows.
 CREATE INDEX companies_words ON companies USING gin (to_tsvector('simple', core_key));
 
--- Spelling (SQLite: FTS5 trigram): over the first 64 characters, which is all the lookup compares
--- (its TRIGRAM_CHARS), so a long name is not kept out of the similarity search by its tail.
-CREATE INDEX companies_trigrams ON companies USING gin ((left(core_key, 64)) gin_trgm_ops);
+-- Spelling (SQLite: FTS5 trigram): LIKE '%piece%' on the pieces of a misspelt name, as SQLite asks
+-- its trigram index for them.
+CREATE INDEX companies_trigrams ON companies USING gin (core_key gin_trgm_ops);
