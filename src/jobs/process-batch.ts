@@ -2,6 +2,7 @@ import type { JobLookup } from '../../pipelines/index.js';
 import { planCharges, type BillableItem, type ChargePlan } from '../billing/plan-charges.js';
 import type { LookupOutcome, LookupProvider } from '../lookups/lookup-provider.js';
 import { DAY_MS } from '../shared/clock.js';
+import { sleep } from '../shared/sleep.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { BatchOutput, ChunkRecord, JobRecord, Lease, RowCounters } from '../storage/job-records.js';
 import { lookupErrorFlag, lookupFoundFlag, ROW_FLAGS } from '../storage/job-records.js';
@@ -43,6 +44,8 @@ export interface RetryState {
  * same keys, or the balance fell) are very unlikely: each conflict tells the plan what is true.
  */
 const MAX_COMMIT_ATTEMPTS = 5;
+/** How long a chunk that found the account's credits reserved by its other chunks waits before trying again. */
+const CREDIT_WAIT_MS = 50;
 
 /**
  * One batch: plan (what is billed, cached, and reserved), look up the misses, render the rows,
@@ -139,6 +142,8 @@ export async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: 
     });
     if (result.ok) {
       if (result.failed) deps.log.warn({ jobId: job.id }, 'failure budget exceeded; job failed');
+      // Cut short by credits other chunks hold: they commit or give them back soon, then this goes on.
+      if (!result.paused && batch.rows < rows.length) await sleep(CREDIT_WAIT_MS, ctx.signal);
       return { committed: batch.rows, paused: result.paused };
     }
     const known = billed;

@@ -109,7 +109,11 @@ export interface BatchCommit {
   cache: readonly { kind: string; key: string; result: unknown }[];
   /** Set when the batch added error rows: past the budget the job fails with this message. */
   errorBudget?: { maxErrorRate: number; message: string };
-  /** The balance ran out before the batch's last row: the job pauses with insufficient_credits. */
+  /**
+   * The balance ran out before the batch's last row: the job pauses with insufficient_credits,
+   * unless other chunks of the account still hold reservations, which may come back unspent; then
+   * `paused` is false and the caller tries the rest again after a moment.
+   */
   outOfCredits: boolean;
   now: number;
 }
@@ -188,7 +192,8 @@ export interface JobsPort {
   finishSplit(jobId: string, lease: Lease, split: SplitResult, now: number): Promise<void>;
   /**
    * One checkpoint (see BatchCommit), fenced by epoch, owner and cursor (`lease_lost` otherwise,
-   * with nothing written). Serialised against other charges of the account: the balance check, the
+   * with nothing written). A job paused or cancelled meanwhile takes nothing of the batch but its
+   * released reservation (`paused: true`): its counters and charges stop where the pause found them. Serialised against other charges of the account: the balance check, the
    * repeat-free check and the debit see no concurrent change, so two jobs racing for one key charge
    * it once and the balance never goes below 0.
    */

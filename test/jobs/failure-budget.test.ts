@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runJob } from '../../src/cli/run-command.js';
 import { parseErrorRate } from '../../src/jobs/job-service.js';
 import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
+import { openDatabase } from '../../src/storage/sqlite/open-database.js';
 import { resultRecords } from '../support/csv-fixture.js';
 import { engineScope, failingProvider, resultText, runUntilSettled } from '../support/test-engine.js';
 
@@ -33,14 +34,14 @@ async function setUp(failing: { test: (key: string) => boolean }) {
   (e.deps.providers as Map<string, LookupProvider>).set('gender', failingProvider(e.deps.providers.get('gender')!, failing));
   const file = path.join(e.dataDir, 'in.csv');
   fs.writeFileSync(file, inputCsv());
-  const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+  const account = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
   return { e, file, account };
 }
 
 /** What the same file gives on a fresh engine whose provider never fails: what every retry must reach. */
 async function cleanRun(file: string) {
   const e = await engines.open({ SLUICE_BATCH_ROWS: '100', SLUICE_CHUNK_ROWS: '500' });
-  const account = e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
+  const account = await e.deps.billing.createAccount({ credits: 100_000, now: Date.now() });
   const run = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
   expect(run.summary.status).toBe('completed');
   return { all: fs.readFileSync(run.files.all!, 'utf8'), found: fs.readFileSync(run.files.found!, 'utf8'), credits: run.summary.credits_used, rows: run.summary.rows };
@@ -78,7 +79,7 @@ describe('a job under its failure budget', () => {
     expect(errors).toEqual(failed);
     const charged = all.filter((r) => r.credits === '1').length;
     expect(run.summary.credits_used).toBe(charged);
-    expect(e.deps.billing.requireAccount(account.id).credits).toBe(100_000 - charged);
+    expect((await e.deps.billing.requireAccount(account.id)).credits).toBe(100_000 - charged);
   });
 });
 
@@ -95,11 +96,14 @@ describe('a job over its failure budget', () => {
     // It fails at the checkpoint that crosses the line, not at the end of the file.
     expect(run.summary.rows.error).toBeGreaterThan(300);
     expect(run.summary.rows.processed).toBeLessThan(3_000);
-    const spentBefore = 100_000 - e.deps.billing.requireAccount(account.id).credits;
+    const spentBefore = 100_000 - (await e.deps.billing.requireAccount(account.id)).credits;
     expect(spentBefore).toBe(run.summary.credits_used);
     // Its end is announced like any other: one bulk.completed, carrying the failed status.
-    const events = e.deps.db.prepare("SELECT payload FROM outbox WHERE event = 'bulk.completed'").all() as { payload: string }[];
-    expect(events.map((row) => JSON.parse(row.payload).data)).toEqual([expect.objectContaining({ id: run.summary.id, status: 'failed', reason: 'error_budget_exceeded' })]);
+    // The port shows queued events only through a webhook: one subscribed now gets every event not yet relayed.
+    const { webhook } = await e.webhooks.store.create({ accountId: account.id, kind: 'generic', url: 'http://127.0.0.1:9/', events: ['bulk.completed'], description: '', isActive: true, now: Date.now() });
+    await e.webhooks.deliveries.relayOutbox(Date.now());
+    const events = await e.webhooks.deliveries.list(webhook.id, 100);
+    expect(events.map((d) => (d.payload as { data: unknown }).data)).toEqual([expect.objectContaining({ id: run.summary.id, status: 'failed', reason: 'error_budget_exceeded' })]);
 
     // The provider is back for all but 1 key in 40: the retry completes the job with those still failing.
     failing.test = failEvery(40).test;
@@ -112,10 +116,10 @@ describe('a job over its failure budget', () => {
         return provider.lookup(keys, signal);
       },
     });
-    const retried = e.jobService.retryFailed(run.summary.id);
+    const retried = await e.jobService.retryFailed(run.summary.id);
     expect(retried.status).toBe('running');
     await runUntilSettled(e, run.summary.id);
-    const afterFirst = e.jobService.get(run.summary.id);
+    const afterFirst = await e.jobService.get(run.summary.id);
     expect(afterFirst.status).toBe('completed');
     // Only the failed rows' keys were asked again, apart from rows the first run never reached.
     const unreached = 3_000 - run.summary.rows.processed;
@@ -129,17 +133,17 @@ describe('a job over its failure budget', () => {
     // A second retry with the provider healthy: the files and the charges equal a run that never failed.
     failing.test = NONE.test;
     asked.length = 0;
-    e.jobService.retryFailed(run.summary.id);
+    await e.jobService.retryFailed(run.summary.id);
     await runUntilSettled(e, run.summary.id);
-    const done = e.jobService.get(run.summary.id);
+    const done = await e.jobService.get(run.summary.id);
     expect(done.status).toBe('completed');
     expect(new Set(asked)).toEqual(new Set(stillFailing.filter((email, i) => stillFailing.indexOf(email) === i)));
     expect(await resultText(e, run.summary.id, 'all')).toBe(clean.all);
     expect(await resultText(e, run.summary.id, 'found')).toBe(clean.found);
     expect((await resultRecords(await resultText(e, run.summary.id, 'errors'))).length).toBe(0);
     expect(done.creditsUsed).toBe(clean.credits);
-    expect(e.deps.billing.chargeCountForJob(done.id)).toBe(clean.credits);
-    expect(100_000 - e.deps.billing.requireAccount(account.id).credits).toBe(clean.credits);
+    expect(await e.deps.billing.chargeCountForJob(done.id)).toBe(clean.credits);
+    expect(100_000 - (await e.deps.billing.requireAccount(account.id)).credits).toBe(clean.credits);
     expect(done).toMatchObject({
       processedRows: clean.rows.processed,
       foundRows: clean.rows.found,
@@ -148,7 +152,7 @@ describe('a job over its failure budget', () => {
       errorRows: 0,
     });
     // With nothing left to retry, asking again is refused with a stable code.
-    expect(() => e.jobService.retryFailed(done.id)).toThrow(expect.objectContaining({ code: 'nothing_to_retry' }));
+    await expect(() => e.jobService.retryFailed(done.id)).rejects.toThrow(expect.objectContaining({ code: 'nothing_to_retry' }));
   });
 
   it('a budget of 0 fails the job at its first failed row; a budget of 1 never fails it', async () => {
@@ -171,17 +175,23 @@ describe('a job over its failure budget', () => {
     const run = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
     expect(run.summary.status).toBe('completed');
     expect(run.summary.rows.error).toBeGreaterThan(0);
-    e.deps.db.prepare('UPDATE job_chunks SET row_flags = NULL WHERE job_id = ?').run(run.summary.id);
-    expect(() => e.jobService.retryFailed(run.summary.id)).toThrow(expect.objectContaining({ code: 'nothing_to_retry', statusCode: 409 }));
-    expect(e.jobService.get(run.summary.id)).toMatchObject({ status: 'completed', phase: 'done' });
+    // SQLite only: no store operation forgets a chunk's row flags, so the test reaches into the file.
+    const db = openDatabase(path.join(e.dataDir, 'sluice.db'), { synchronous: 'NORMAL', busyTimeoutMs: 5000 });
+    try {
+      db.prepare('UPDATE job_chunks SET row_flags = NULL WHERE job_id = ?').run(run.summary.id);
+    } finally {
+      db.close();
+    }
+    await expect(() => e.jobService.retryFailed(run.summary.id)).rejects.toThrow(expect.objectContaining({ code: 'nothing_to_retry', statusCode: 409 }));
+    expect(await e.jobService.get(run.summary.id)).toMatchObject({ status: 'completed', phase: 'done' });
   });
 
   it('a running or queued job cannot be retried, and a job without failed rows has nothing to retry', async () => {
     const { e, file, account } = await setUp(NONE);
     const run = await runJob(e, { file, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
     expect(run.summary.status).toBe('completed');
-    expect(() => e.jobService.retryFailed(run.summary.id)).toThrow(expect.objectContaining({ code: 'nothing_to_retry', statusCode: 409 }));
+    await expect(() => e.jobService.retryFailed(run.summary.id)).rejects.toThrow(expect.objectContaining({ code: 'nothing_to_retry', statusCode: 409 }));
     const queued = await e.jobService.submit({ accountId: account.id, type: 'gender', body: fs.createReadStream(file), inputName: 'in.csv', options: {} });
-    expect(() => e.jobService.retryFailed(queued.id)).toThrow(expect.objectContaining({ code: 'invalid_state', statusCode: 409 }));
+    await expect(() => e.jobService.retryFailed(queued.id)).rejects.toThrow(expect.objectContaining({ code: 'invalid_state', statusCode: 409 }));
   });
 });

@@ -37,8 +37,8 @@ async function submit(e: TestEngine, accountId: string, file: string): Promise<s
   return job.id;
 }
 
-function done(e: TestEngine, id: string): boolean {
-  return e.deps.jobs.status(id) === 'completed';
+async function done(e: TestEngine, id: string): Promise<boolean> {
+  return (await e.deps.jobs.status(id)) === 'completed';
 }
 
 describe('fair sharing between accounts', () => {
@@ -48,47 +48,53 @@ describe('fair sharing between accounts', () => {
     const large = await writeGenderCsv(dir, 'large.csv', { rows: 40_000, seed: 2 });
 
     const alone = await engine({});
-    const soloAccount = alone.deps.billing.createAccount({ credits: 1_000_000, now: Date.now() });
+    const soloAccount = await alone.deps.billing.createAccount({ credits: 1_000_000, now: Date.now() });
     const soloJob = await submit(alone, soloAccount.id, small);
     const soloStart = Date.now();
     await new Worker(alone.deps).run({ concurrency: 2, until: () => done(alone, soloJob) });
     const aloneMs = Date.now() - soloStart;
 
     const e = await engine({});
-    const big = e.deps.billing.createAccount({ credits: 1_000_000, now: Date.now() });
-    const little = e.deps.billing.createAccount({ credits: 1_000_000, now: Date.now() });
+    const big = await e.deps.billing.createAccount({ credits: 1_000_000, now: Date.now() });
+    const little = await e.deps.billing.createAccount({ credits: 1_000_000, now: Date.now() });
     const bigJob = await submit(e, big.id, large);
     const worker = new Worker(e.deps);
     const running = worker.run({ concurrency: 2, until: () => done(e, bigJob) });
     // Both slots are busy with the large job's two 20,000-row chunks before the small job arrives.
-    while (e.deps.jobs.require(bigJob).processedRows < 1_000) await new Promise((r) => setTimeout(r, 20));
+    while ((await e.deps.jobs.require(bigJob)).processedRows < 1_000) await new Promise((r) => setTimeout(r, 20));
     const littleJob = await submit(e, little.id, small);
     const sharedStart = Date.now();
-    while (!done(e, littleJob)) await new Promise((r) => setTimeout(r, 10));
+    while (!(await done(e, littleJob))) await new Promise((r) => setTimeout(r, 10));
     const sharedMs = Date.now() - sharedStart;
     await running;
 
     // The bound: the time alone, plus one fair slice, plus a batch and the hand-over (1.5 s here).
     expect(sharedMs, `alone ${aloneMs} ms, beside the large job ${sharedMs} ms`).toBeLessThan(aloneMs + FAIR_SLICE_MS + 1_500);
-    expect(done(e, bigJob)).toBe(true);
-    expect(e.deps.jobs.require(bigJob)).toMatchObject({ processedRows: 40_000 });
-    expect(e.deps.billing.chargeCountForJob(bigJob)).toBe(e.deps.jobs.require(bigJob).creditsUsed);
+    expect(await done(e, bigJob)).toBe(true);
+    expect(await e.deps.jobs.require(bigJob)).toMatchObject({ processedRows: 40_000 });
+    expect(await e.deps.billing.chargeCountForJob(bigJob)).toBe((await e.deps.jobs.require(bigJob)).creditsUsed);
   }, 60_000);
 
   it('runs at most SLUICE_ACCOUNT_RUNNING_JOBS jobs of one account at once; the others wait in queued', async () => {
     const dir = tempDir();
     const file = await writeGenderCsv(dir, 'in.csv', { rows: 2_000, seed: 3 });
     const e = await engine({ SLUICE_ACCOUNT_RUNNING_JOBS: '1', SLUICE_CHUNK_ROWS: '500' });
-    const account = e.deps.billing.createAccount({ credits: 1_000_000, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 1_000_000, now: Date.now() });
     const ids = [await submit(e, account.id, file), await submit(e, account.id, file)];
     let mostRunning = 0;
+    // One read per sample, so that both jobs' statuses come from the same moment; chained, so that
+    // none is still in flight when the engine closes.
+    let sampling = Promise.resolve();
     const sampler = setInterval(() => {
-      const runningNow = ids.filter((id) => e.deps.jobs.status(id) === 'running').length;
-      mostRunning = Math.max(mostRunning, runningNow);
+      sampling = sampling.then(async () => {
+        const { total } = await e.deps.jobs.list({ accountId: account.id, status: 'running', limit: ids.length, offset: 0 });
+        mostRunning = Math.max(mostRunning, total);
+      });
     }, 5);
-    await new Worker(e.deps).run({ concurrency: 2, until: () => ids.every((id) => done(e, id)) });
+    await new Worker(e.deps).run({ concurrency: 2, until: async () => (await Promise.all(ids.map((id) => done(e, id)))).every(Boolean) });
     clearInterval(sampler);
+    await sampling;
     expect(mostRunning).toBe(1);
-    expect(ids.map((id) => e.deps.jobs.status(id))).toEqual(['completed', 'completed']);
+    expect(await Promise.all(ids.map((id) => e.deps.jobs.status(id)))).toEqual(['completed', 'completed']);
   }, 60_000);
 });

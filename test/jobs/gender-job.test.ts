@@ -4,24 +4,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runJob } from '../../src/cli/run-command.js';
 import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { parseCsv, resultRecords, writeGenderCsv } from '../support/csv-fixture.js';
-import { cachedProvider, openTestEngine, tempDir, type TestEngine } from '../support/test-engine.js';
+import { cachedProvider, engineScope, TEST_STORES, tempDir, type TestEngine } from '../support/test-engine.js';
 
-const open: TestEngine[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((e) => e.close()));
-});
+describe.each(TEST_STORES)('a gender job on the embedded default, on %s', (store) => {
+  const engines = engineScope(store);
+  afterEach(() => engines.closeAll());
+  const engine = (env: Record<string, string> = {}): Promise<TestEngine> => engines.open(env);
 
-async function engine(env: Record<string, string> = {}): Promise<TestEngine> {
-  const e = await openTestEngine(env);
-  open.push(e);
-  return e;
-}
-
-describe('a gender job on the embedded default', () => {
   it('writes one result row per input row, in order, and charges each valid address once', async () => {
     const e = await engine();
     const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 3000, seed: 7, duplicateShare: 0.15, invalidShare: 0.05 });
-    const account = e.deps.billing.createAccount({ credits: 10_000, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 10_000, now: Date.now() });
 
     const run = await runJob(e, { file: input, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'out') });
 
@@ -44,8 +37,8 @@ describe('a gender job on the embedded default', () => {
     const charged = byStatus('ok').filter((r) => r.credits === '1').length;
     expect(charged).toBe(unique.size);
     expect(run.summary.credits_used).toBe(charged);
-    expect(e.deps.billing.requireAccount(account.id).credits).toBe(10_000 - charged);
-    expect(e.deps.billing.chargeCountForJob(run.summary.id)).toBe(charged);
+    expect((await e.deps.billing.requireAccount(account.id)).credits).toBe(10_000 - charged);
+    expect(await e.deps.billing.chargeCountForJob(run.summary.id)).toBe(charged);
     expect(run.summary.rows).toMatchObject({
       total: all.length,
       processed: all.length,
@@ -65,31 +58,38 @@ describe('a gender job on the embedded default', () => {
     const providers = e.deps.providers as Map<string, LookupProvider>;
     providers.set('gender', cachedProvider(providers.get('gender')!));
     const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 1200, seed: 3 });
-    const account = e.deps.billing.createAccount({ credits: 5_000, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 5_000, now: Date.now() });
     const first = await runJob(e, { file: input, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
-    const balance = e.deps.billing.requireAccount(account.id).credits;
+    const balance = (await e.deps.billing.requireAccount(account.id)).credits;
 
     const second = await runJob(e, { file: input, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'b') });
 
     expect(first.summary.credits_used).toBeGreaterThan(0);
     expect(second.summary.credits_used).toBe(0);
-    expect(e.deps.billing.requireAccount(account.id).credits).toBe(balance);
+    expect((await e.deps.billing.requireAccount(account.id)).credits).toBe(balance);
     const rows = await resultRecords(fs.readFileSync(second.files.all!));
     const ok = rows.filter((r) => r.status === 'ok');
     expect(ok.length).toBeGreaterThan(0);
     expect(ok.every((r) => r.cached === 'true' && r.credits === '0')).toBe(true);
+    // The cache holds the answers under the keys the account paid for (what the embedded test below reads).
+    const paid = await e.deps.billing.chargedKeys(account.id, first.summary.id);
+    expect(paid).toHaveLength(first.summary.credits_used);
+    expect((await e.deps.results.getMany('gender', paid, 0)).size).toBe(paid.length);
   });
 
   it('on the embedded engine, which answers locally, a repeat is free and goes past the result cache', async () => {
     const e = await engine();
     const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 600, seed: 4 });
-    const account = e.deps.billing.createAccount({ credits: 5_000, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 5_000, now: Date.now() });
     const first = await runJob(e, { file: input, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
     const second = await runJob(e, { file: input, type: 'gender', accountId: account.id, outDir: path.join(e.dataDir, 'b') });
 
     expect(first.summary.credits_used).toBeGreaterThan(0);
     expect(second.summary.credits_used).toBe(0);
-    expect((e.deps.db.prepare('SELECT COUNT(*) AS n FROM result_cache').get() as { n: number }).n).toBe(0);
+    // Every key the engine looked up is one the first run paid for: none of them is in the cache.
+    const looked = await e.deps.billing.chargedKeys(account.id, first.summary.id);
+    expect(looked).toHaveLength(first.summary.credits_used);
+    expect((await e.deps.results.getMany('gender', looked, 0)).size).toBe(0);
     const before = await resultRecords(fs.readFileSync(first.files.all!));
     const after = await resultRecords(fs.readFileSync(second.files.all!));
     const ok = after.filter((r) => r.status === 'ok');
@@ -103,8 +103,8 @@ describe('a gender job on the embedded default', () => {
   it('charges another account for the same addresses: the repeat-free window is per account', async () => {
     const e = await engine();
     const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 400, seed: 5 });
-    const a = e.deps.billing.createAccount({ credits: 1_000, now: Date.now() });
-    const b = e.deps.billing.createAccount({ credits: 1_000, now: Date.now() });
+    const a = await e.deps.billing.createAccount({ credits: 1_000, now: Date.now() });
+    const b = await e.deps.billing.createAccount({ credits: 1_000, now: Date.now() });
     const first = await runJob(e, { file: input, type: 'gender', accountId: a.id, outDir: path.join(e.dataDir, 'a') });
     const second = await runJob(e, { file: input, type: 'gender', accountId: b.id, outDir: path.join(e.dataDir, 'b') });
     expect(second.summary.credits_used).toBe(first.summary.credits_used);
@@ -114,17 +114,17 @@ describe('a gender job on the embedded default', () => {
   it('fails a file over the row limit with too_many_rows before any charge', async () => {
     const e = await engine({ SLUICE_MAX_ROWS: '999' });
     const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 1000, seed: 1 });
-    const account = e.deps.billing.createAccount({ credits: 5_000, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 5_000, now: Date.now() });
     const run = await runJob(e, { file: input, type: 'gender', accountId: account.id });
     expect(run.summary).toMatchObject({ status: 'failed', reason: 'too_many_rows', credits_used: 0 });
-    expect(e.deps.billing.requireAccount(account.id).credits).toBe(5_000);
-    expect(e.deps.billing.chargeCountForJob(run.summary.id)).toBe(0);
+    expect((await e.deps.billing.requireAccount(account.id)).credits).toBe(5_000);
+    expect(await e.deps.billing.chargeCountForJob(run.summary.id)).toBe(0);
   });
 
   it('reads the column the caller names, and a file with no header row from its first column', async () => {
     const e = await engine();
     const dir = tempDir();
-    const account = e.deps.billing.createAccount({ credits: 100, now: Date.now() });
+    const account = await e.deps.billing.createAccount({ credits: 100, now: Date.now() });
     const named = path.join(dir, 'named.csv');
     fs.writeFileSync(named, 'id,Work Address,email\n1,maria.rossi@example.com,not-used\n');
     const headerless = path.join(dir, 'headerless.csv');

@@ -36,7 +36,7 @@ describe('a chunk that keeps failing on a retryable error', () => {
     const e = await openTestEngine({ SLUICE_CHUNK_ROWS: '1000', SLUICE_BATCH_ROWS: '100' }, clock);
     engines.push(e);
     const input = await writeGenderCsv(e.dataDir, 'in.csv', { rows: 900, seed: 4 });
-    const account = e.deps.billing.createAccount({ credits: 5000, now: clock.now() });
+    const account = await e.deps.billing.createAccount({ credits: 5000, now: clock.now() });
     const job = await e.jobService.submit({ accountId: account.id, type: 'gender', body: fs.createReadStream(input), inputName: null, options: {} });
     const state = { down: true };
     const worker = new Worker({ ...e.deps, objects: flaky(e.deps.objects, state) });
@@ -44,23 +44,23 @@ describe('a chunk that keeps failing on a retryable error', () => {
     expect(await worker.tick()).toBe(true); // split
     for (let failure = 1; failure < MAX_FAILURES; failure++) {
       expect(await worker.tick()).toBe(true);
-      expect(e.jobService.get(job.id).status).toBe('running');
+      expect((await e.jobService.get(job.id)).status).toBe('running');
       // Inside the backoff nobody takes the chunk; after it, the next tick does.
       expect(await worker.tick()).toBe(false);
       clock.advance(61_000);
     }
     expect(await worker.tick()).toBe(true);
-    expect(e.jobService.get(job.id)).toMatchObject({ status: 'paused', reason: 'storage_unavailable', creditsUsed: 0 });
+    expect(await e.jobService.get(job.id)).toMatchObject({ status: 'paused', reason: 'storage_unavailable', creditsUsed: 0 });
 
     // A resume starts the count afresh: one more failure backs off again instead of pausing.
-    e.jobService.resume(job.id);
+    await e.jobService.resume(job.id);
     clock.advance(61_000);
     expect(await worker.tick()).toBe(true);
-    expect(e.jobService.get(job.id).status).toBe('running');
+    expect((await e.jobService.get(job.id)).status).toBe('running');
 
     state.down = false;
     clock.advance(61_000);
-    await worker.run({ concurrency: 1, until: () => e.deps.jobs.status(job.id) !== 'running' });
-    expect(e.jobService.get(job.id).status).toBe('completed');
+    await worker.run({ concurrency: 1, until: async () => (await e.deps.jobs.status(job.id)) !== 'running' });
+    expect((await e.jobService.get(job.id)).status).toBe('completed');
   });
 });

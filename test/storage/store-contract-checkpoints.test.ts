@@ -223,7 +223,7 @@ describe.each(TEST_STORES)('Store contract on %s: checkpoints', (kind) => {
       const { account, job, at } = await leasedChunk(10, [5, 5]);
       const webhook = await subscribe(store, account.id);
       await store.billing.reserve(account.id, job.id, 0, 3);
-      await store.billing.reserve(account.id, job.id, 1, 4);
+      await store.billing.reserve(account.id, job.id, 1, 0);
       expect(await store.jobs.commitBatch(at(0, 2, { outOfCredits: true, now: NOW + 3 }))).toEqual({ ok: true, paused: true, failed: false });
       expect(await store.jobs.require(job.id)).toMatchObject({ status: 'paused', reason: 'insufficient_credits', processedRows: 2, updatedAt: NOW + 3, finishedAt: null });
       expect(await store.billing.available(account.id)).toBe(10);
@@ -237,6 +237,38 @@ describe.each(TEST_STORES)('Store contract on %s: checkpoints', (kind) => {
       expect(await store.jobs.require(second.id)).toMatchObject({ status: 'paused', reason: 'insufficient_credits', processedRows: 0 });
       expect(await store.jobs.chunk(second.id, 0)).toMatchObject({ cursor: 0 });
       expect(await store.billing.available(account.id)).toBe(10);
+    });
+
+    it('does not pause while another chunk of the account holds credits that may come back: the rows commit and the job runs on', async () => {
+      const { account, job, at } = await leasedChunk(10, [5, 5]);
+      await store.billing.reserve(account.id, job.id, 0, 3);
+      await store.billing.reserve(account.id, job.id, 1, 4);
+      expect(await store.jobs.commitBatch(at(0, 2, { outOfCredits: true }))).toEqual({ ok: true, paused: false, failed: false });
+      expect(await store.jobs.require(job.id)).toMatchObject({ status: 'running', processedRows: 2 });
+      expect(await store.jobs.chunk(job.id, 0)).toMatchObject({ cursor: 2 });
+      // Its own reservation went with the commit; the other chunk's stays.
+      expect(await store.billing.available(account.id)).toBe(6);
+    });
+
+    it('takes nothing of a batch whose job was paused or cancelled meanwhile but its reservation', async () => {
+      for (const [to, reason] of [['paused', 'paused_by_operator'], ['cancelled', 'cancelled']] as const) {
+        const account = await newAccount(store, 10);
+        const job = await processingJob(store, account.id, `job_${to}`, [5], NOW);
+        const lease = await claimChunk(store, job.id, 0);
+        await store.billing.reserve(account.id, job.id, 0, 3);
+        await store.jobs.transition(job.id, to, { reason, now: NOW + 1 });
+        await store.billing.reserve(account.id, job.id, 0, 3);
+        const late = batch(
+          { jobId: job.id, accountId: account.id, chunkIndex: 0, lease, cursor: 0, rows: 2 },
+          { charges: { kinds: KINDS, keys: [['late@x.com'], [], []] }, counters: { processed: 2, found: 0, invalid: 0, duplicate: 0, error: 0, credits: 1 } },
+        );
+        expect(await store.jobs.commitBatch(late), to).toEqual({ ok: true, paused: true, failed: false });
+        expect(await store.jobs.require(job.id), to).toMatchObject({ status: to, processedRows: 0, creditsUsed: 0 });
+        expect(await store.jobs.chunk(job.id, 0), to).toMatchObject({ cursor: 0 });
+        expect((await store.billing.requireAccount(account.id)).credits, to).toBe(10);
+        expect(await store.billing.available(account.id), to).toBe(10);
+        expect(await outputText(store, job.id, 0), to).toBe('');
+      }
     });
 
     it('refuses a batch of 0 rows from a worker that lost its lease: the job neither pauses nor loses its reservations', async () => {

@@ -133,7 +133,9 @@ export function cachedProvider(real: LookupProvider): LookupProvider {
 
 /**
  * `real`, except that keys `fails` picks get a 502 however often they are asked: a transient failure
- * that outlives its retries. `fails` is read at every call, so a test can heal the provider.
+ * that outlives its retries. `fails` is read at every call, so a test can heal the provider. Its
+ * failures ask to be tried again at once (Retry-After 0): the lookup layer still spends every try
+ * on a failing key, without the seconds of backoff between tries.
  */
 export function failingProvider(real: LookupProvider, fails: { test: (key: string) => boolean }, retryable = true): LookupProvider {
   return {
@@ -142,7 +144,7 @@ export function failingProvider(real: LookupProvider, fails: { test: (key: strin
     maxBatch: real.maxBatch,
     async lookup(keys, signal) {
       const answers = await real.lookup(keys, signal);
-      return keys.map((key, i): LookupOutcome<unknown> => (fails.test(key) ? { ok: false, retryable, code: 'provider_502', message: 'bad gateway' } : answers[i]!));
+      return keys.map((key, i): LookupOutcome<unknown> => (fails.test(key) ? { ok: false, retryable, code: 'provider_502', message: 'bad gateway', retryAfterMs: 0 } : answers[i]!));
     },
   };
 }

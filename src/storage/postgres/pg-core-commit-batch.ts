@@ -28,9 +28,16 @@ export async function commitBatch(db: PgDatabase, hooks: StoreHooks, input: Batc
     return await db.transaction((tx) => commitIn(tx, hooks, input));
   } catch (error) {
     if (error instanceof ChargesRefused) return error.result;
-    throw error;
+    if (!(error instanceof JobStopped)) throw error;
   }
+  // The job paused or was cancelled while the batch was in flight: nothing of it is written (a
+  // resumed job redoes it, charged then), and the chunk's reservation goes.
+  await db.query('DELETE FROM credit_reservations WHERE job_id = $1 AND chunk_index = $2', [input.jobId, input.chunkIndex]);
+  return { ok: true, paused: true, failed: false };
 }
+
+/** Thrown inside the transaction to roll it back when the job is paused or cancelled. */
+class JobStopped extends Error {}
 
 async function commitIn(tx: PgQueryable, hooks: StoreHooks, input: BatchCommit): Promise<BatchCommitResult> {
   const { jobId, chunkIndex, rows, now } = input;
@@ -41,6 +48,10 @@ async function commitIn(tx: PgQueryable, hooks: StoreHooks, input: BatchCommit):
     [jobId, chunkIndex, input.lease.epoch, input.lease.owner, rows, input.cursor],
   );
   if (fenced.rowCount !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
+  // Locked before the account (chunk, job, account, reservations is the order every operation
+  // keeps), so that a pause or cancel cannot land between this check and the commit.
+  const job = (await lockJob(tx, jobId))!;
+  if (job.status === JOB_STATUSES.paused || job.status === JOB_STATUSES.cancelled) throw new JobStopped();
   await charge(tx, input);
   await putResults(tx, input.cache, now);
   if (rows > 0) {
@@ -57,19 +68,21 @@ async function commitIn(tx: PgQueryable, hooks: StoreHooks, input: BatchCommit):
     );
   }
   const budget = input.errorBudget && input.counters.error > 0 ? input.errorBudget : undefined;
-  // Locked before the reservation is deleted: `transition` locks the job, then its reservations.
-  const job = budget || input.outOfCredits ? await lockJob(tx, jobId) : undefined;
   await tx.query('DELETE FROM credit_reservations WHERE job_id = $1 AND chunk_index = $2', [jobId, chunkIndex]);
-  if (budget && job && job.errorRows > Math.floor(budget.maxErrorRate * (job.totalRows ?? 0))) {
+  const errorRows = job.errorRows + (rows > 0 ? input.counters.error : 0);
+  if (budget && errorRows > Math.floor(budget.maxErrorRate * (job.totalRows ?? 0))) {
     // As the old checkpoint did: past the budget nothing pauses, whether or not this batch fails the job.
     const failed = job.status === JOB_STATUSES.running;
     if (failed) await moveLockedJob(tx, hooks, job, JOB_STATUSES.failed, { reason: ERROR_CODES.errorBudgetExceeded, message: budget.message, now });
     return { ok: true, paused: false, failed };
   }
-  if (input.outOfCredits && job?.status === JOB_STATUSES.running) {
-    await moveLockedJob(tx, hooks, job, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
-  }
-  return { ok: true, paused: input.outOfCredits, failed: false };
+  if (!input.outOfCredits) return { ok: true, paused: false, failed: false };
+  // Credits other chunks of the account hold may come back unspent (their keys billed by another
+  // job meanwhile): the chunk waits for them rather than pausing a job the account can still pay.
+  const { rows: held } = await tx.query<{ n: number }>('SELECT COALESCE(SUM(amount), 0)::bigint AS n FROM credit_reservations WHERE account_id = $1', [input.accountId]);
+  if (held[0]!.n > 0) return { ok: true, paused: false, failed: false };
+  if (job.status === JOB_STATUSES.running) await moveLockedJob(tx, hooks, job, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
+  return { ok: true, paused: true, failed: false };
 }
 
 /**

@@ -140,8 +140,7 @@ export class SqliteBilling implements BillingPort {
   }
 
   async available(accountId: string): Promise<number> {
-    const account = this.requireSync(accountId);
-    return account.credits - (this.stmts.reservedTotal.get(accountId) as { n: number }).n;
+    return this.requireSync(accountId).credits - this.reservedSync(accountId);
   }
 
   async commitLookup(input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }> {
@@ -245,6 +244,11 @@ export class SqliteBilling implements BillingPort {
       for (const key of charged) this.stmts.upsertBilling.run(seq, kind, key, now, ledgerSeq);
     });
     return { ok: true };
+  }
+
+  /** Credits the account's running chunks hold. */
+  reservedSync(accountId: string): number {
+    return (this.stmts.reservedTotal.get(accountId) as { n: number }).n;
   }
 
   releaseReservationSync(jobId: string, chunkIndex: number): void {

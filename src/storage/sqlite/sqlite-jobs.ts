@@ -285,8 +285,12 @@ export class SqliteJobs implements JobsPort {
       return this.commitBatchSync(input);
     } catch (error) {
       if (error instanceof ChargeConflict) return { ok: false, billed: error.billed, balance: error.balance };
-      throw error;
+      if (!(error instanceof JobStopped)) throw error;
     }
+    // The job paused or was cancelled while the batch was in flight: nothing of it is written (a
+    // resumed job redoes it, charged then), and the chunk's reservation goes.
+    this.db.transaction(() => this.billing.releaseReservationSync(input.jobId, input.chunkIndex)).immediate();
+    return { ok: true, paused: true, failed: false };
   }
 
   private commitBatchSync(input: BatchCommit): BatchCommitResult {
@@ -296,6 +300,8 @@ export class SqliteJobs implements JobsPort {
         // Fenced even when no row commits: a worker that lost its lease must not pause the job either.
         const moved = this.s.advanceChunk.run({ jobId, chunkIndex, epoch: lease.epoch, owner: lease.owner, expectedCursor: input.cursor, rows }).changes;
         if (moved !== 1) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
+        const status = this.statusSync(jobId);
+        if (status === JOB_STATUSES.paused || status === JOB_STATUSES.cancelled) throw new JobStopped();
         const paid = this.billing.chargeKeysSync({ accountId: input.accountId, jobId, ...input.charges, now }, { jobId, chunkIndex });
         // Nothing has been written yet but the cursor, which the rollback takes back.
         if (!paid.ok) throw new ChargeConflict(paid.billed, paid.balance);
@@ -310,10 +316,13 @@ export class SqliteJobs implements JobsPort {
           if (failed) this.transitionSync(jobId, JOB_STATUSES.failed, { reason: ERROR_CODES.errorBudgetExceeded, message: input.errorBudget.message, now });
           return { ok: true, paused: false, failed };
         }
-        if (input.outOfCredits && this.statusSync(jobId) === JOB_STATUSES.running) {
-          this.transitionSync(jobId, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
-        }
-        return { ok: true, paused: input.outOfCredits, failed: false };
+        if (!input.outOfCredits) return { ok: true, paused: false, failed: false };
+        // Credits other chunks of the account hold may come back unspent (their keys billed by
+        // another job meanwhile): the chunk waits for them rather than pausing a job the account
+        // can still pay for.
+        if (this.billing.reservedSync(input.accountId) > 0) return { ok: true, paused: false, failed: false };
+        if (this.statusSync(jobId) === JOB_STATUSES.running) this.transitionSync(jobId, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
+        return { ok: true, paused: true, failed: false };
       })
       .immediate();
   }
@@ -455,6 +464,9 @@ export class SqliteJobs implements JobsPort {
     return after;
   }
 }
+
+/** Thrown inside a checkpoint's transaction to roll it back when its job is paused or cancelled. */
+class JobStopped extends Error {}
 
 /** Thrown inside a checkpoint's transaction to roll it back when its charges no longer hold. */
 class ChargeConflict extends Error {
