@@ -14,36 +14,55 @@ interface Candidate {
   id: string;
   accountId: string;
   status: string;
-  createdAt: number;
 }
 
-const PHASE_CANDIDATE = `SELECT id, account_id AS "accountId", status, created_at AS "createdAt" FROM jobs
+/**
+ * The oldest job that needs splitting or assembling, read without a lock: a queued job is locked
+ * only once its account's advisory lock is held (see oldestStartable), a running one with SKIP
+ * LOCKED right after. `$3` are accounts this claim passed over, `$4` running jobs another claimer
+ * took meanwhile.
+ */
+const PHASE_CANDIDATE = `SELECT id, account_id AS "accountId", status FROM jobs
   WHERE ((status = 'queued' AND phase = 'split' AND NOT (account_id = ANY($3::text[]))
           AND (SELECT count(*) FROM jobs r WHERE r.account_id = jobs.account_id AND r.status = 'running') < $2)
-         OR (status = 'running' AND phase IN ('split', 'assemble')))
+         OR (status = 'running' AND phase IN ('split', 'assemble') AND NOT (id = ANY($4::text[]))))
     AND (lease_expires_at IS NULL OR lease_expires_at < $1)
-  ORDER BY created_at, id COLLATE "C" LIMIT 1
-  FOR UPDATE OF jobs SKIP LOCKED`;
+  ORDER BY created_at, id COLLATE "C" LIMIT 1`;
 
-/** Accounts whose queued jobs one claim passes over before it gives up until the next poll. */
+const TAKE_RUNNING = `SELECT id FROM jobs
+  WHERE id = $1 AND status = 'running' AND phase IN ('split', 'assemble') AND (lease_expires_at IS NULL OR lease_expires_at < $2)
+  FOR UPDATE SKIP LOCKED`;
+
+const OLDEST_QUEUED = `SELECT id FROM jobs
+  WHERE account_id = $1 AND status = 'queued' AND phase = 'split' AND (lease_expires_at IS NULL OR lease_expires_at < $2)
+  ORDER BY created_at, id COLLATE "C" LIMIT 1
+  FOR UPDATE`;
+
+/** Accounts and jobs one claim passes over before it gives up until the next poll. */
 const MAX_PASSED_OVER = 20;
 
 export function acquireJobPhase(db: PgDatabase, owner: string, now: number, leaseMs: number, maxRunning: number): Promise<{ job: JobRecord; lease: Lease } | undefined> {
   return db.transaction(async (tx) => {
     const passedOver: string[] = [];
-    while (passedOver.length <= MAX_PASSED_OVER) {
-      const { rows } = await tx.query<Candidate>(PHASE_CANDIDATE, [now, maxRunning, passedOver]);
+    const takenMeanwhile: string[] = [];
+    while (passedOver.length + takenMeanwhile.length <= MAX_PASSED_OVER) {
+      const { rows } = await tx.query<Candidate>(PHASE_CANDIDATE, [now, maxRunning, passedOver, takenMeanwhile]);
       const candidate = rows[0];
       if (!candidate) return undefined;
-      if (candidate.status === 'queued' && !(await mayStart(tx, candidate, maxRunning, passedOver.length === 0))) {
-        passedOver.push(candidate.accountId);
-        continue;
+      let id: string | undefined;
+      if (candidate.status === 'queued') {
+        id = await oldestStartable(tx, candidate.accountId, now, maxRunning, passedOver.length === 0);
+        if (id === undefined) passedOver.push(candidate.accountId);
+      } else {
+        id = (await tx.query<{ id: string }>(TAKE_RUNNING, [candidate.id, now])).rows[0]?.id;
+        if (id === undefined) takenMeanwhile.push(candidate.id);
       }
+      if (id === undefined) continue;
       const taken = await tx.query<JobRow>(
         `UPDATE jobs SET lease_owner = $2, lease_epoch = lease_epoch + 1, lease_expires_at = $3,
            attempts = attempts + 1, status = 'running', started_at = COALESCE(started_at, $4), updated_at = $4
          WHERE id = $1 RETURNING ${JOB_COLUMNS}`,
-        [candidate.id, owner, now + leaseMs, now],
+        [id, owner, now + leaseMs, now],
       );
       const job = toJob(taken.rows[0]!);
       return { job, lease: { owner, epoch: job.leaseEpoch } };
@@ -53,29 +72,25 @@ export function acquireJobPhase(db: PgDatabase, owner: string, now: number, leas
 }
 
 /**
- * The count in the candidate query was read from the statement's snapshot: two processes can each
- * see one job below the cap and start one each. Starting a queued job therefore takes the account's
- * advisory lock, held to commit, and counts again; whoever gets the lock second counts in a new
- * snapshot that holds the first one's start. Only the claim's first account is waited for: a
- * claim that holds one account's lock and waited for another's could deadlock with a claim doing
- * the same the other way round, so later accounts are only tried, and passed over when busy.
+ * The account's oldest queued job, locked, if the account may start one more. The count in the
+ * candidate query was read from the statement's snapshot, so two processes could each see one job
+ * below the cap; starting a queued job therefore takes the account's advisory lock, held to commit,
+ * then counts again and only then locks the oldest queued job. Whoever gets the lock second counts
+ * in a new snapshot that holds the first one's start, and no claimer holds a queued job's row while
+ * it waits for the lock, so the oldest job is the one that starts, as on SQLite. Only the claim's
+ * first account is waited for: a claim that holds one account's lock and waited for another's
+ * could deadlock with a claim doing the same the other way round, so later accounts are only
+ * tried, and passed over when busy (their holder starts their job, or finds them at the cap).
  */
-async function mayStart(tx: PgQueryable, candidate: Candidate, maxRunning: number, wait: boolean): Promise<boolean> {
-  const { accountId } = candidate;
+async function oldestStartable(tx: PgQueryable, accountId: string, now: number, maxRunning: number, wait: boolean): Promise<string | undefined> {
   if (wait) await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [accountId]);
   else {
     const { rows } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [accountId]);
-    if (!rows[0]!.locked) return false;
+    if (!rows[0]!.locked) return undefined;
   }
-  const { rows } = await tx.query<{ n: number; older: boolean }>(
-    // An older queued job of the account that another claimer has row-locked (and so this one's
-    // SKIP LOCKED passed over) is waiting for this lock: it starts first, as on SQLite.
-    `SELECT (SELECT count(*) FROM jobs WHERE account_id = $1 AND status = 'running') AS n,
-            EXISTS (SELECT 1 FROM jobs WHERE account_id = $1 AND status = 'queued' AND phase = 'split'
-                       AND (created_at < $2 OR (created_at = $2 AND id COLLATE "C" < $3 COLLATE "C"))) AS older`,
-    [accountId, candidate.createdAt, candidate.id],
-  );
-  return rows[0]!.n < maxRunning && !rows[0]!.older;
+  const { rows } = await tx.query<{ n: number }>("SELECT count(*) AS n FROM jobs WHERE account_id = $1 AND status = 'running'", [accountId]);
+  if (rows[0]!.n >= maxRunning) return undefined;
+  return (await tx.query<{ id: string }>(OLDEST_QUEUED, [accountId, now])).rows[0]?.id;
 }
 
 /** Fair share: the accounts with the fewest chunks in work first, then the oldest job. */
