@@ -4,7 +4,8 @@
  *   node dist/bench/run-bench.js [--rows N] [--runs K] [--scenarios engine,floor,...] [--out bench/RESULTS.md]
  *                                [--env SLUICE_X=V ...] [--node-arg=--flag ...] [--keep]
  *
- * Scenarios: engine, floor, repeat, memory, resume, upload, remote, profile (all by default).
+ * Scenarios: engine, floor, repeat, memory, resume, upload, remote, profile, postgres (all by default;
+ * postgres runs the engine and repeat scenarios again on a PostgreSQL server the bench starts).
  * Every engine job runs in a child process of its own (dist/bench/engine-run.js) on a fresh temp
  * data dir with the embedded S3 server, so that its RSS and CPU are its own. Inputs come from
  * generateGenderCsv (seed 42, 10% duplicates, 3% invalid; the remote scenario's: all distinct and
@@ -22,6 +23,7 @@ import { renderReport } from './report.js';
 import { Bench, firstLine, rowsText, SCENARIOS, type BenchContext, type Options, type Scenario } from './scenario-context.js';
 import { engineAndFloor, engineFindings, runsSection } from './scenario-engine.js';
 import { memoryFinding, memoryScenario } from './scenario-memory.js';
+import { postgresFinding, postgresScenario } from './scenario-postgres.js';
 import { profileFinding, profileScenario } from './scenario-profile.js';
 import { remoteFindings, remoteScenario } from './scenario-remote.js';
 import { repeatFinding, repeatScenario } from './scenario-repeat.js';
@@ -173,6 +175,7 @@ async function main(): Promise<number> {
     const uploads = wants('upload') ? await uploadScenario(ctx) : [];
     const remote = wants('remote') ? await remoteScenario(ctx) : undefined;
     const profiled = wants('profile') ? await profileScenario(ctx) : undefined;
+    const postgres = wants('postgres') ? await postgresScenario(ctx, ef, ef.floorMs, repeat?.second) : undefined;
 
     const runs = runsSection(rows, ef, repeat?.second);
     if (runs) ctx.sections.push(runs);
@@ -182,6 +185,7 @@ async function main(): Promise<number> {
     if (profiled) findings.push(profileFinding(profiled));
     if (uploads.length > 0) findings.push(uploadFinding(uploads));
     if (remote) findings.push(...remoteFindings(remote));
+    if (postgres) findings.push(postgresFinding(postgres, ef.engineMid));
   } finally {
     await cleanup();
   }

@@ -11,7 +11,7 @@ import type { EngineResult, EngineStaged } from './engine-run.js';
 import type { FloorResult } from './floor-run.js';
 import { fmt, MiB, type Row } from './report.js';
 
-export const SCENARIOS = ['engine', 'floor', 'repeat', 'memory', 'resume', 'upload', 'remote', 'profile'] as const;
+export const SCENARIOS = ['engine', 'floor', 'repeat', 'memory', 'resume', 'upload', 'remote', 'profile', 'postgres'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export const TARGETS = {
@@ -133,9 +133,10 @@ export class Bench {
     return childEnv(dataDir, { ...this.options.env, ...overrides });
   }
 
-  async stage(dataDir: string, rows: number, kind: InputKind = 'mixed'): Promise<EngineStaged> {
+  /** `env` goes over the operator's --env settings for this child only, as for `run`. */
+  async stage(dataDir: string, rows: number, kind: InputKind = 'mixed', env: Record<string, string> = {}): Promise<EngineStaged> {
     const input = await this.input(rows, kind);
-    const out = await runNode(ENGINE_RUN, ['--data-dir', dataDir, '--input', input, '--stage-only', '--rows', String(rows)], this.env(dataDir));
+    const out = await runNode(ENGINE_RUN, ['--data-dir', dataDir, '--input', input, '--stage-only', '--rows', String(rows)], this.env(dataDir, env));
     return lastEvent<EngineStaged>(out, 'staged');
   }
 
@@ -151,10 +152,10 @@ export class Bench {
   }
 
   /** A job in a fresh data dir: staged by one child, run by another. */
-  async freshRun(rows: number, label: string, nodeArgs: string[] = []): Promise<{ dir: string; result: EngineResult }> {
+  async freshRun(rows: number, label: string, nodeArgs: string[] = [], env: Record<string, string> = {}): Promise<{ dir: string; result: EngineResult }> {
     const dir = this.freshDir(label);
-    const staged = await this.stage(dir, rows);
-    const result = await this.run(dir, staged.jobId, rows, nodeArgs);
+    const staged = await this.stage(dir, rows, 'mixed', env);
+    const result = await this.run(dir, staged.jobId, rows, nodeArgs, env);
     return { dir, result };
   }
 
