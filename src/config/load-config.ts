@@ -280,13 +280,8 @@ function optionalUrl(name: string, describe: string): Setting<string | undefined
     fallback: undefined,
     describe,
     parse: (raw) => {
-      let url: URL;
-      try {
-        url = new URL(raw);
-      } catch (e: unknown) {
-        throw new AppError(ERROR_CODES.badConfig, `${name} must be a URL, got "${raw}"`, { cause: e, details: { variable: name } });
-      }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad(name, 'must be an http or https URL');
+      const protocol = urlProtocol(name, raw, 'a URL', true);
+      if (protocol !== 'http:' && protocol !== 'https:') throw bad(name, 'must be an http or https URL');
       return raw.replace(/\/+$/, '');
     },
   };
@@ -298,17 +293,22 @@ function optionalPostgresUrl(name: string, describe: string): Setting<string | u
     fallback: undefined,
     describe,
     parse: (raw) => {
-      let url: URL;
-      try {
-        url = new URL(raw);
-      } catch {
-        // The raw value may hold a password: the message does not repeat it.
-        throw new AppError(ERROR_CODES.badConfig, `${name} must be a postgres:// URL`, { details: { variable: name } });
-      }
-      if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw bad(name, 'must be a postgres:// or postgresql:// URL');
+      // The raw value may hold a password: no message repeats it.
+      const protocol = urlProtocol(name, raw, 'a postgres:// URL', false);
+      if (protocol !== 'postgres:' && protocol !== 'postgresql:') throw bad(name, 'must be a postgres:// or postgresql:// URL');
       return raw;
     },
   };
+}
+
+/** The protocol of `raw`, or bad_config; `echo` repeats the value (and its parse error) in the message. */
+function urlProtocol(name: string, raw: string, what: string, echo: boolean): string {
+  try {
+    return new URL(raw).protocol;
+  } catch (e: unknown) {
+    if (!echo) throw new AppError(ERROR_CODES.badConfig, `${name} must be ${what}`, { details: { variable: name } });
+    throw new AppError(ERROR_CODES.badConfig, `${name} must be ${what}, got "${raw}"`, { cause: e, details: { variable: name } });
+  }
 }
 
 function bucketName(name: string): string {

@@ -14,6 +14,19 @@ export type JobStatus = (typeof JOB_STATUSES)[keyof typeof JOB_STATUSES];
 
 export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'cancelled']);
 
+/** Whether a job may move from `from` to `to`: terminal states never change again, except a failed job that is resumed or retried. */
+export function transitionAllowed(from: JobStatus, to: JobStatus): boolean {
+  if (TERMINAL_STATUSES.has(from)) return to === JOB_STATUSES.running && from === JOB_STATUSES.failed;
+  switch (to) {
+    case JOB_STATUSES.running:
+      return from === JOB_STATUSES.paused || from === JOB_STATUSES.queued;
+    case JOB_STATUSES.paused:
+      return from === JOB_STATUSES.running || from === JOB_STATUSES.queued;
+    default:
+      return true;
+  }
+}
+
 /** Where a running job is in the engine; each phase is leased by one worker at a time. */
 export const JOB_PHASES = {
   split: 'split',

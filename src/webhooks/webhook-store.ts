@@ -12,18 +12,8 @@ export const TEST_EVENT = 'test';
 export const WEBHOOK_KINDS = { generic: 'generic', telegram: 'telegram' } as const;
 export type WebhookKind = (typeof WEBHOOK_KINDS)[keyof typeof WEBHOOK_KINDS];
 
-export interface Webhook {
-  id: string;
-  accountId: string;
-  kind: WebhookKind;
-  url: string;
-  events: string[];
-  description: string;
-  isActive: boolean;
-  telegramChat: string | null;
-  createdAt: number;
-  updatedAt: number;
-}
+/** A webhook as the API shows it: the stored row, its kind one of WEBHOOK_KINDS. */
+export type Webhook = Omit<WebhookRow, 'kind'> & { kind: WebhookKind };
 
 export interface NewWebhook {
   accountId: string;

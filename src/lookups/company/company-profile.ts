@@ -1,7 +1,7 @@
 import type { CompanyRow } from '../../storage/records.js';
 
 /** Lookup kind of company search: billing, the result cache and the provider map use it. */
-export const COMPANY_KIND = 'company';
+export { COMPANY_KIND } from '../../storage/directory-rules.js';
 
 /** How the best candidate was found; the output's `company_match` column. */
 export const COMPANY_MATCHES = {

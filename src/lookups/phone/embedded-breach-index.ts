@@ -3,7 +3,9 @@ import type { BreachesPort } from '../../storage/store.js';
 import type { LookupOutcome, LookupProvider } from '../lookup-provider.js';
 
 /** Lookup kind of phone breaches: billing, the result cache and the provider map use it. */
-export const PHONE_BREACHES_KIND = 'phone_breaches';
+import { PHONE_BREACHES_KIND } from '../../storage/directory-rules.js';
+
+export { PHONE_BREACHES_KIND };
 
 /** Spec 4.4 without `credits`, which the engine adds. Dates are ISO `YYYY-MM-DD`. */
 export interface PhoneBreachResult {

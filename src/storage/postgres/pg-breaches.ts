@@ -1,9 +1,8 @@
+import { breachesByPhone, PHONE_BREACHES_KIND } from '../directory-rules.js';
 import type { BreachRecord, BreachRow } from '../records.js';
 import type { BreachesPort } from '../store.js';
 import type { PgDatabase } from './pg-database.js';
 
-/** The result-cache kind of phone breach answers; must equal the lookup's PHONE_BREACHES_KIND. */
-const PHONE_BREACHES_KIND = 'phone_breaches';
 
 interface Row {
   phone: string;
@@ -21,20 +20,13 @@ export class PgBreaches implements BreachesPort {
 
   /** COLLATE "C": the summary lists breaches in this order, and must read as SQLite's byte order does. */
   async records(phones: readonly string[]): Promise<Map<string, BreachRecord[]>> {
-    const byPhone = new Map<string, BreachRecord[]>();
-    if (phones.length === 0) return byPhone;
+    if (phones.length === 0) return new Map();
     const { rows } = await this.db.query<Row>(
       `SELECT phone, breach, breached_at FROM phone_breaches WHERE phone = ANY($1::text[])
        ORDER BY phone COLLATE "C", breached_at IS NULL, breached_at COLLATE "C", breach COLLATE "C"`,
       [phones],
     );
-    for (const row of rows) {
-      const records = byPhone.get(row.phone);
-      const record = { breach: row.breach, breachedAt: row.breached_at };
-      if (records === undefined) byPhone.set(row.phone, [record]);
-      else records.push(record);
-    }
-    return byPhone;
+    return breachesByPhone(rows);
   }
 
   /**

@@ -1,9 +1,8 @@
+import { COMPANY_KIND, spellingPieces } from '../directory-rules.js';
 import type { CompanyRecord, CompanyRow, CompanyWrite } from '../records.js';
 import { COMPANY_KEYS, type CompaniesPort, type CompanyKey } from '../store.js';
 import type { PgDatabase, PgQueryable } from './pg-database.js';
 
-/** The result-cache kind of company answers; must equal the lookup's COMPANY_KIND. */
-const COMPANY_KIND = 'company';
 
 const COMPANY_COLUMNS_SQL = 'c.id, c.name, c.domain, c.description, c.industry, c.employee_count, c.country, c.website, c.extra';
 const VALUES = 'name, core_key, description, industry, employee_count, country, website, extra';
@@ -145,7 +144,7 @@ async function upsertOne(tx: PgQueryable, r: CompanyRecord): Promise<keyof Compa
  * the other piece.
  */
 function spellingClauses(chars: string[]): string[][] {
-  const parts = pieces(chars);
+  const parts = spellingPieces(chars);
   const need = Math.ceil(parts.length / 2);
   const clauses: string[][] = [];
   const pick = (from: number, chosen: string[]): void => {
@@ -167,16 +166,6 @@ function spellingClauses(chars: string[]): string[][] {
   return clauses;
 }
 
-/**
- * The core name cut into 2 to 4 pieces of at least 3 characters; a name shorter than 6 into its
- * first and last 3 (which overlap). As SQLite's adapter cuts it.
- */
-function pieces(chars: string[]): string[] {
-  const n = chars.length;
-  if (n < 6) return [...new Set([chars.slice(0, 3).join(''), chars.slice(n - 3).join('')])];
-  const count = Math.min(4, Math.floor(n / 3));
-  return Array.from({ length: count }, (_, i) => chars.slice(Math.floor((i * n) / count), Math.floor(((i + 1) * n) / count)).join(''));
-}
 
 function escapeLike(text: string): string {
   return text.replace(/[\\%_]/g, (m) => `\\${m}`);

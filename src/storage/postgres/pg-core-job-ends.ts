@@ -1,6 +1,6 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import type { JobRecord, Lease } from '../job-records.js';
-import { JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, type JobStatus } from '../job-states.js';
+import { JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, transitionAllowed, type JobStatus } from '../job-states.js';
 import { leaseLost } from '../migration-files.js';
 import type { StoreHooks, TransitionInput } from '../store.js';
 import { addToOutbox } from './pg-core-outbox.js';
@@ -13,26 +13,13 @@ import type { PgDatabase, PgQueryable } from './pg-database.js';
  * and the end event commit with it.
  */
 
-/** Terminal states never change again, except a failed job that is resumed or retried. */
-export function allowed(job: JobRecord, to: JobStatus): boolean {
-  if (TERMINAL_STATUSES.has(job.status)) return to === JOB_STATUSES.running && job.status === JOB_STATUSES.failed;
-  switch (to) {
-    case JOB_STATUSES.running:
-      return job.status === JOB_STATUSES.paused || job.status === JOB_STATUSES.queued;
-    case JOB_STATUSES.paused:
-      return job.status === JOB_STATUSES.running || job.status === JOB_STATUSES.queued;
-    default:
-      return true;
-  }
-}
-
 /**
  * Moves a job whose row the caller has locked. Leaving `running` frees the job's lease and its
  * reservations (a paused or ended job must not keep credits from the account's other jobs); a
  * terminal status queues the job's end event, built from the job as stored after the change.
  */
 export async function moveLockedJob(tx: PgQueryable, hooks: StoreHooks, job: JobRecord, to: JobStatus, input: TransitionInput): Promise<JobRecord> {
-  if (!allowed(job, to)) {
+  if (!transitionAllowed(job.status, to)) {
     throw new AppError(ERROR_CODES.invalidState, `job ${job.id} is ${job.status} and cannot become ${to}`, { statusCode: 409 });
   }
   const terminal = TERMINAL_STATUSES.has(to);

@@ -1,9 +1,8 @@
+import { breachesByPhone, PHONE_BREACHES_KIND } from '../directory-rules.js';
 import type { BreachRecord, BreachRow } from '../records.js';
 import type { BreachesPort } from '../store.js';
 import type { Db } from './open-database.js';
 
-/** The result-cache kind of phone breach answers; must equal the lookup's PHONE_BREACHES_KIND. */
-const PHONE_BREACHES_KIND = 'phone_breaches';
 
 interface Row {
   phone: string;
@@ -34,14 +33,7 @@ export class SqliteBreaches implements BreachesPort {
   }
 
   async records(phones: readonly string[]): Promise<Map<string, BreachRecord[]>> {
-    const byPhone = new Map<string, BreachRecord[]>();
-    for (const row of this.select.all(JSON.stringify(phones)) as Row[]) {
-      const records = byPhone.get(row.phone);
-      const record = { breach: row.breach, breachedAt: row.breached_at };
-      if (records === undefined) byPhone.set(row.phone, [record]);
-      else records.push(record);
-    }
-    return byPhone;
+    return breachesByPhone(this.select.all(JSON.stringify(phones)) as Row[]);
   }
 
   async add(rows: readonly BreachRow[]): Promise<number> {

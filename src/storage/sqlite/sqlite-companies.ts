@@ -1,9 +1,8 @@
+import { COMPANY_KIND, spellingPieces } from '../directory-rules.js';
 import type { CompanyRecord, CompanyRow, CompanyWrite } from '../records.js';
 import { COMPANY_KEYS, type CompaniesPort, type CompanyKey } from '../store.js';
 import type { Db } from './open-database.js';
 
-/** The result-cache kind of company answers; must equal the lookup's COMPANY_KIND. */
-const COMPANY_KIND = 'company';
 
 const COMPANY_COLUMNS_SQL = 'c.id, c.name, c.domain, c.description, c.industry, c.employee_count, c.country, c.website, c.extra';
 const VALUES = 'name, core_key, description, industry, employee_count, country, website, extra';
@@ -92,7 +91,7 @@ export class SqliteCompanies implements CompaniesPort {
     const chars = [...core];
     // The trigram index cannot match fewer than 3 characters.
     if (chars.length < 3) return [];
-    const query = atLeastHalf(pieces(chars).map(quote));
+    const query = atLeastHalf(spellingPieces(chars).map(quote));
     const rows = this.stmts.spelling.all(query) as KeyedRow[];
     return rows.length === SPELLING_CANDIDATES ? (this.stmts.rankedSpelling.all(query) as KeyedRow[]) : rows;
   }
@@ -121,16 +120,6 @@ export class SqliteCompanies implements CompaniesPort {
   }
 }
 
-/**
- * The core name cut into 2 to 4 pieces of at least 3 characters; a name shorter than 6 into its
- * first and last 3 (which overlap).
- */
-function pieces(chars: string[]): string[] {
-  const n = chars.length;
-  if (n < 6) return [...new Set([chars.slice(0, 3).join(''), chars.slice(n - 3).join('')])];
-  const count = Math.min(4, Math.floor(n / 3));
-  return Array.from({ length: count }, (_, i) => chars.slice(Math.floor((i * n) / count), Math.floor(((i + 1) * n) / count)).join(''));
-}
 
 /** An FTS5 query that any ceil(n/2) of the n terms satisfy. */
 function atLeastHalf(terms: string[]): string {

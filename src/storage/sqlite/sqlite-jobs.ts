@@ -1,5 +1,5 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
-import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, type JobStatus } from '../job-states.js';
+import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, transitionAllowed, type JobStatus } from '../job-states.js';
 import { countFlagged, ROW_FLAGS, type ChunkRecord, type JobOptions, type JobRecord, type Lease, type StoredOutput } from '../job-records.js';
 import { leaseLost } from '../migration-files.js';
 import type { BatchCommit, BatchCommitResult, JobsPort, NewJob, SplitResult, StoreHooks, TransitionInput } from '../store.js';
@@ -445,7 +445,7 @@ export class SqliteJobs implements JobsPort {
    */
   private transitionSync(jobId: string, to: JobStatus, input: TransitionInput): JobRecord {
     const job = this.requireSync(jobId);
-    if (!allowed(job, to)) {
+    if (!transitionAllowed(job.status, to)) {
       throw new AppError(ERROR_CODES.invalidState, `job ${jobId} is ${job.status} and cannot become ${to}`, { statusCode: 409 });
     }
     const terminal = TERMINAL_STATUSES.has(to);
@@ -475,18 +475,6 @@ class ChargeConflict extends Error {
     readonly balance: number,
   ) {
     super('charge conflict');
-  }
-}
-
-function allowed(job: JobRecord, to: JobStatus): boolean {
-  if (TERMINAL_STATUSES.has(job.status)) return to === JOB_STATUSES.running && job.status === JOB_STATUSES.failed;
-  switch (to) {
-    case JOB_STATUSES.running:
-      return job.status === JOB_STATUSES.paused || job.status === JOB_STATUSES.queued;
-    case JOB_STATUSES.paused:
-      return job.status === JOB_STATUSES.running || job.status === JOB_STATUSES.queued;
-    default:
-      return true;
   }
 }
 
