@@ -147,7 +147,7 @@ export async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: 
       return { committed: batch.rows, paused: result.paused };
     }
     const known = billed;
-    billed = result.billed.map((now, k) => ({ has: (key: string) => now.has(key) || known[k]!.has(key) }));
+    billed = result.billed.map((billedMeanwhile, k) => ({ has: (key: string) => billedMeanwhile.has(key) || known[k]!.has(key) }));
     balance = result.balance;
   }
   throw new AppError(ERROR_CODES.internal, `batch at ${cursor} of chunk ${chunk.chunkIndex} of ${job.id}: its charges changed under it ${MAX_COMMIT_ATTEMPTS} times`, { retryable: true });
