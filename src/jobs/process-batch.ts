@@ -52,7 +52,7 @@ const CREDIT_WAIT_MS = 50;
  * commit them in one checkpoint. When the checkpoint finds that keys were billed or the balance
  * fell since the plan, nothing was written: the rows are rendered again from what it reports.
  */
-export async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number): Promise<{ committed: number; paused: boolean }> {
+export async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: number): Promise<{ committed: number; paused: boolean; waiting: boolean }> {
   const { deps, job, chunk, lookups, retry } = ctx;
   const since = deps.clock.now() - deps.repeatFreeDays * DAY_MS;
   // In a retry pass, a lookup that answered a row before keeps its cells; only failed ones are redone.
@@ -142,9 +142,11 @@ export async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: 
     });
     if (result.ok) {
       if (result.failed) deps.log.warn({ jobId: job.id }, 'failure budget exceeded; job failed');
-      // Cut short by credits other chunks hold: they commit or give them back soon, then this goes on.
-      if (!result.paused && batch.rows < rows.length) await sleep(CREDIT_WAIT_MS, ctx.signal);
-      return { committed: batch.rows, paused: result.paused };
+      // Cut short by credits other chunks hold: they commit or give them back soon. The chunk hands
+      // its worker slot over meanwhile, so that a chunk holding credits is never kept from a slot.
+      const waiting = !result.paused && batch.rows < rows.length;
+      if (waiting) await sleep(CREDIT_WAIT_MS, ctx.signal);
+      return { committed: batch.rows, paused: result.paused, waiting };
     }
     const known = billed;
     billed = result.billed.map((billedMeanwhile, k) => ({ has: (key: string) => billedMeanwhile.has(key) || known[k]!.has(key) }));
@@ -206,11 +208,11 @@ function renderBatch(ctx: ChunkContext, todo: readonly ChunkRow[], input: Render
  * and the job pauses, to be resumed by a worker once the wait is over. The batch is then redone
  * from the same cursor, exactly as if this attempt had never happened.
  */
-async function pauseForProvider(ctx: ChunkContext): Promise<{ committed: number; paused: boolean }> {
+async function pauseForProvider(ctx: ChunkContext): Promise<{ committed: number; paused: boolean; waiting: boolean }> {
   const { deps, job, chunk } = ctx;
   await deps.jobs.pauseForProvider(job.id, chunk.chunkIndex, 'the lookup provider is unavailable; the job resumes on its own', deps.clock.now());
   deps.log.warn({ jobId: job.id, chunk: chunk.chunkIndex }, 'lookup provider unavailable; job paused');
-  return { committed: 0, paused: true };
+  return { committed: 0, paused: true, waiting: false };
 }
 
 /**

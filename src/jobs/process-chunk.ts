@@ -44,9 +44,10 @@ export async function processChunk(
     const end = Math.min(cursor + deps.limits.batchRows, chunk.passRows);
     const rows: ChunkRow[] = [];
     for (let i = cursor; i < end; i++) rows.push(decodeChunkRow(lines.line(order === undefined ? i : order[i]!)));
-    const { committed, paused } = await processBatch(ctx, rows, cursor);
+    const { committed, paused, waiting } = await processBatch(ctx, rows, cursor);
     cursor += committed;
     if (paused) return 'paused';
+    if (waiting) return 'stopped';
     // An embedded lookup answers without any I/O, so a whole chunk would otherwise run as one
     // chain of microtasks: HTTP requests, the lease heartbeat and the S3 host would wait seconds.
     await yieldToEventLoop();

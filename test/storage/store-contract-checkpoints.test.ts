@@ -239,8 +239,9 @@ describe.each(TEST_STORES)('Store contract on %s: checkpoints', (kind) => {
       expect(await store.billing.available(account.id)).toBe(10);
     });
 
-    it('does not pause while another chunk of the account holds credits that may come back: the rows commit and the job runs on', async () => {
+    it('does not pause while another chunk in work holds credits that may come back: the rows commit and the job runs on', async () => {
       const { account, job, at } = await leasedChunk(10, [5, 5]);
+      await claimChunk(store, job.id, 1, 'worker-b');
       await store.billing.reserve(account.id, job.id, 0, 3);
       await store.billing.reserve(account.id, job.id, 1, 4);
       expect(await store.jobs.commitBatch(at(0, 2, { outOfCredits: true }))).toEqual({ ok: true, paused: false, failed: false });
@@ -248,6 +249,14 @@ describe.each(TEST_STORES)('Store contract on %s: checkpoints', (kind) => {
       expect(await store.jobs.chunk(job.id, 0)).toMatchObject({ cursor: 2 });
       // Its own reservation went with the commit; the other chunk's stays.
       expect(await store.billing.available(account.id)).toBe(6);
+    });
+
+    it('pauses all the same when the credits held belong to a chunk nobody has in work (its batch failed before its checkpoint)', async () => {
+      const { account, job, at } = await leasedChunk(10, [5, 5]);
+      await store.billing.reserve(account.id, job.id, 0, 3);
+      await store.billing.reserve(account.id, job.id, 1, 4);
+      expect(await store.jobs.commitBatch(at(0, 2, { outOfCredits: true }))).toEqual({ ok: true, paused: true, failed: false });
+      expect(await store.jobs.require(job.id)).toMatchObject({ status: 'paused', reason: 'insufficient_credits' });
     });
 
     it('takes nothing of a batch whose job was paused or cancelled meanwhile but its reservation', async () => {

@@ -79,7 +79,14 @@ async function commitIn(tx: PgQueryable, hooks: StoreHooks, input: BatchCommit):
   if (!input.outOfCredits) return { ok: true, paused: false, failed: false };
   // Credits other chunks of the account hold may come back unspent (their keys billed by another
   // job meanwhile): the chunk waits for them rather than pausing a job the account can still pay.
-  const { rows: held } = await tx.query<{ n: number }>('SELECT COALESCE(SUM(amount), 0)::bigint AS n FROM credit_reservations WHERE account_id = $1', [input.accountId]);
+  // Only chunks in work: a reservation left by a batch that failed before its checkpoint is replaced
+  // when its chunk is taken again, and holds nothing until then.
+  const { rows: held } = await tx.query<{ n: number }>(
+    `SELECT COALESCE(SUM(r.amount), 0)::bigint AS n FROM credit_reservations r
+       JOIN job_chunks c ON c.job_id = r.job_id AND c.chunk_index = r.chunk_index
+      WHERE r.account_id = $1 AND c.lease_owner IS NOT NULL AND c.lease_expires_at >= $2`,
+    [input.accountId, now],
+  );
   if (held[0]!.n > 0) return { ok: true, paused: false, failed: false };
   if (job.status === JOB_STATUSES.running) await moveLockedJob(tx, hooks, job, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
   return { ok: true, paused: true, failed: false };

@@ -44,12 +44,16 @@ export class PgDatabase implements PgQueryable {
     this.pool.on('error', () => undefined);
   }
 
+  /** One statement on its own (autocommit), run again on a serialization failure or deadlock, which roll it back. */
   async query<R extends object = Record<string, unknown>>(sql: string, params: readonly unknown[] = []): Promise<{ rows: R[]; rowCount: number }> {
-    try {
-      const result = await this.pool.query<R>(sql, params as unknown[]);
-      return { rows: result.rows, rowCount: result.rowCount ?? 0 };
-    } catch (error) {
-      throw asConnectionLoss(error);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await this.pool.query<R>(sql, params as unknown[]);
+        return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+      } catch (error) {
+        if (isRetryable(error) && attempt < MAX_TRANSACTION_ATTEMPTS) continue;
+        throw asConnectionLoss(error);
+      }
     }
   }
 
@@ -82,8 +86,7 @@ export class PgDatabase implements PgQueryable {
         await client.query('ROLLBACK').catch(() => {
           broken = true;
         });
-        const code = (error as { code?: unknown }).code;
-        if (typeof code === 'string' && RETRYABLE_CODES.has(code) && attempt < MAX_TRANSACTION_ATTEMPTS) continue;
+        if (isRetryable(error) && attempt < MAX_TRANSACTION_ATTEMPTS) continue;
         throw asConnectionLoss(error);
       } finally {
         client.off('error', onError);
@@ -116,6 +119,11 @@ export async function migratePostgres(db: PgDatabase): Promise<void> {
       await tx.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [file.version, file.name, Date.now()]);
     }
   });
+}
+
+function isRetryable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && RETRYABLE_CODES.has(code);
 }
 
 /**

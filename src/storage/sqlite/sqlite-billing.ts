@@ -57,6 +57,13 @@ export class SqliteBilling implements BillingPort {
         'SELECT COALESCE(SUM(amount), 0) AS n FROM credit_reservations WHERE account_id = ? AND NOT (job_id = ? AND chunk_index = ?)',
       ),
       reservedTotal: db.prepare('SELECT COALESCE(SUM(amount), 0) AS n FROM credit_reservations WHERE account_id = ?'),
+      // Only chunks in work: a reservation left by a batch that failed before its checkpoint is
+      // replaced when its chunk is taken again, and holds nothing until then.
+      reservedInWork: db.prepare(
+        `SELECT COALESCE(SUM(r.amount), 0) AS n FROM credit_reservations r
+           JOIN job_chunks c ON c.job_id = r.job_id AND c.chunk_index = r.chunk_index
+          WHERE r.account_id = ? AND c.lease_owner IS NOT NULL AND c.lease_expires_at >= ?`,
+      ),
       upsertReservation: db.prepare(
         'INSERT INTO credit_reservations (job_id, chunk_index, account_id, amount) VALUES (?, ?, ?, ?) ON CONFLICT (job_id, chunk_index) DO UPDATE SET amount = excluded.amount',
       ),
@@ -246,9 +253,14 @@ export class SqliteBilling implements BillingPort {
     return { ok: true };
   }
 
-  /** Credits the account's running chunks hold. */
+  /** Credits the account's chunks hold. */
   reservedSync(accountId: string): number {
     return (this.stmts.reservedTotal.get(accountId) as { n: number }).n;
+  }
+
+  /** Credits held by the account's chunks that a worker has in work now. */
+  reservedInWorkSync(accountId: string, now: number): number {
+    return (this.stmts.reservedInWork.get(accountId, now) as { n: number }).n;
   }
 
   releaseReservationSync(jobId: string, chunkIndex: number): void {

@@ -320,7 +320,7 @@ export class SqliteJobs implements JobsPort {
         // Credits other chunks of the account hold may come back unspent (their keys billed by
         // another job meanwhile): the chunk waits for them rather than pausing a job the account
         // can still pay for.
-        if (this.billing.reservedSync(input.accountId) > 0) return { ok: true, paused: false, failed: false };
+        if (this.billing.reservedInWorkSync(input.accountId, now) > 0) return { ok: true, paused: false, failed: false };
         if (this.statusSync(jobId) === JOB_STATUSES.running) this.transitionSync(jobId, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
         return { ok: true, paused: true, failed: false };
       })
