@@ -111,8 +111,9 @@ export interface BatchCommit {
   errorBudget?: { maxErrorRate: number; message: string };
   /**
    * The balance ran out before the batch's last row: the job pauses with insufficient_credits,
-   * unless other chunks of the account still hold reservations, which may come back unspent; then
-   * `paused` is false and the caller tries the rest again after a moment.
+   * unless other chunks of the account that a worker has in work (a live lease) still hold
+   * reservations, which may come back unspent; then `paused` is false and the caller tries the rest
+   * again after a moment.
    */
   outOfCredits: boolean;
   now: number;
