@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AppError, ERROR_CODES } from '../shared/errors.js';
 
 export interface MigrationFile {
   version: number;
@@ -28,9 +27,4 @@ function sourceDir(dir: string): string {
   const marker = `${path.sep}dist${path.sep}`;
   const at = dir.lastIndexOf(marker);
   return at < 0 ? dir : dir.slice(0, at) + path.sep + dir.slice(at + marker.length);
-}
-
-/** A fenced write found its lease gone: nothing was written, and the work is someone else's now. */
-export function leaseLost(what: string): AppError {
-  return new AppError(ERROR_CODES.leaseLost, `lease lost on ${what}`, { retryable: false });
 }

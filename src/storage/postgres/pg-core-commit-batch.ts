@@ -1,7 +1,7 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { JOB_STATUSES, PAUSE_REASONS } from '../job-states.js';
 import { chargeLedgerId } from '../ledger-ids.js';
-import { leaseLost } from '../migration-files.js';
+import { leaseLost } from '../lease-lost.js';
 import type { BatchCommit, BatchCommitResult, StoreHooks } from '../store.js';
 import { billedAfter, debit, insertLedgerLine, lockAccount, recordBilled, spendable } from './pg-core-charges.js';
 import { moveLockedJob } from './pg-core-job-ends.js';

@@ -1,7 +1,7 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import type { JobRecord, Lease } from '../job-records.js';
 import { JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, transitionAllowed, type JobStatus } from '../job-states.js';
-import { leaseLost } from '../migration-files.js';
+import { leaseLost } from '../lease-lost.js';
 import type { StoreHooks, TransitionInput } from '../store.js';
 import { addToOutbox } from './pg-core-outbox.js';
 import { JOB_COLUMNS, jobNotFound, lockJob, toJob, type JobRow } from './pg-core-rows.js';

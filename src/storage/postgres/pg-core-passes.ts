@@ -1,7 +1,7 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { countFlagged, ROW_FLAGS, type Lease } from '../job-records.js';
 import { JOB_PHASES, JOB_STATUSES } from '../job-states.js';
-import { leaseLost } from '../migration-files.js';
+import { leaseLost } from '../lease-lost.js';
 import type { SplitResult } from '../store.js';
 import { jobNotFound, lockJob } from './pg-core-rows.js';
 import type { PgDatabase, PgQueryable } from './pg-database.js';

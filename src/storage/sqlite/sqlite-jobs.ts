@@ -1,7 +1,7 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, transitionAllowed, type JobStatus } from '../job-states.js';
 import { countFlagged, ROW_FLAGS, type ChunkRecord, type JobOptions, type JobRecord, type Lease, type StoredOutput } from '../job-records.js';
-import { leaseLost } from '../migration-files.js';
+import { leaseLost } from '../lease-lost.js';
 import type { BatchCommit, BatchCommitResult, JobsPort, NewJob, SplitResult, StoreHooks, TransitionInput } from '../store.js';
 import type { Db } from './open-database.js';
 import type { SqliteBilling } from './sqlite-billing.js';
