@@ -252,7 +252,8 @@ export interface BillingPort {
   freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Promise<Set<string>>;
   /**
    * Sets the chunk's reservation to as much of `wanted` as the balance covers beside every other
-   * reservation of the account, and returns it. Serialised against the account's other reservations.
+   * reservation of the account, and returns it. Serialised against the account's other reservations
+   * and against the job's transitions: a job that is not running gets 0 and keeps no reservation.
    */
   reserve(accountId: string, jobId: string, chunkIndex: number, wanted: number): Promise<number>;
   /** Balance not set aside by running chunks. A read. */

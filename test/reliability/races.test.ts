@@ -124,7 +124,18 @@ describe.each(TEST_STORES)('many jobs of one account with a small balance, in se
             (await reader.get<{ status: string; reason: string | null; credits_used: number; lease_owner: string | null }>('SELECT status, reason, credits_used, lease_owner FROM jobs WHERE id = ?', [id]))!,
         ),
       );
-    const leasesHeld = async () => (await reader.get<{ n: number }>('SELECT COUNT(*) AS n FROM job_chunks WHERE lease_owner IS NOT NULL'))!.n;
+    // A chunk whose batch failed keeps its owner, with a lease that runs to the end of its backoff,
+    // and a paused job's chunks are not taken again: only a lease that has not run out is held.
+    const leasesHeld = async () =>
+      (await reader.get<{ n: number }>('SELECT COUNT(*) AS n FROM job_chunks WHERE lease_owner IS NOT NULL AND lease_expires_at >= ?', [Date.now()]))!.n;
+    // What a failed wait shows: the jobs, the chunks still leased, and what the workers warned of.
+    const stateNow = async () =>
+      JSON.stringify({
+        jobs: await jobRows(),
+        chunks: await reader.all('SELECT job_id, chunk_index, status, lease_owner, lease_expires_at, failures FROM job_chunks WHERE lease_owner IS NOT NULL'),
+        now: Date.now(),
+        warnings: workers.flatMap((w) => logRecords(w.stderr()).filter((r) => r.level >= 40)).slice(0, 20),
+      });
     const workers: CliChild[] = Array.from({ length: WORKERS }, () => spawnCli(['worker'], cliEnv(dataDir, env)));
     // A dead worker ends the wait too, so that the test fails at once and says why.
     const settled = (done: (status: string) => boolean) => async () =>
@@ -139,7 +150,7 @@ describe.each(TEST_STORES)('many jobs of one account with a small balance, in se
         return until();
       }, 150_000, 2);
 
-    expect(await lowestWhile(settled((s) => s === 'paused' || s === 'completed')), JSON.stringify(await jobRows())).toBe(true);
+    expect(await lowestWhile(settled((s) => s === 'paused' || s === 'completed')), await stateNow()).toBe(true);
     for (const worker of workers) expect(worker.child.exitCode, worker.stderr()).toBeNull();
     const stopped = await jobRows();
     const spent = stopped.reduce((sum, j) => sum + j.credits_used, 0);
@@ -154,7 +165,7 @@ describe.each(TEST_STORES)('many jobs of one account with a small balance, in se
     const resume = await scope.engines.open({ ...env, SLUICE_DATA_DIR: dataDir });
     await resume.deps.billing.addCredits('acc', TOP_UP, 'topup', Date.now());
     for (const [i, job] of stopped.entries()) if (job.status === 'paused') await resume.jobService.resume(jobIds[i]!);
-    expect(await lowestWhile(settled((s) => s === 'completed')), JSON.stringify(await jobRows())).toBe(true);
+    expect(await lowestWhile(settled((s) => s === 'completed')), await stateNow()).toBe(true);
     for (const worker of workers) expect(worker.child.exitCode, worker.stderr()).toBeNull();
 
     const outcomes = await Promise.all(jobIds.map((id) => jobOutcome(resume, 'acc', id)));

@@ -121,6 +121,10 @@ describe.each(TEST_STORES)('Store contract on %s: billing', (kind) => {
   describe('reservations', () => {
     it("grants a chunk what the balance covers beside the account's other reservations, replacing its own", async () => {
       const account = await newAccount(store, 10);
+      const other = await newAccount(store, 3);
+      await processingJob(store, account.id, 'job_1', [5, 5]);
+      await processingJob(store, account.id, 'job_2', [5, 5]);
+      await processingJob(store, other.id, 'job_3', [5]);
       expect(await store.billing.reserve(account.id, 'job_1', 0, 4)).toBe(4);
       expect(await store.billing.reserve(account.id, 'job_1', 1, 4)).toBe(4);
       expect(await store.billing.reserve(account.id, 'job_2', 0, 4)).toBe(2);
@@ -130,10 +134,21 @@ describe.each(TEST_STORES)('Store contract on %s: billing', (kind) => {
       expect(await store.billing.reserve(account.id, 'job_1', 0, 1)).toBe(1);
       expect(await store.billing.available(account.id)).toBe(3);
       expect(await store.billing.reserve(account.id, 'job_1', 0, 50)).toBe(4);
-      const other = await newAccount(store, 3);
       expect(await store.billing.reserve(other.id, 'job_3', 0, 5)).toBe(3);
       expect(await store.billing.available(account.id)).toBe(0);
-      await expect(() => store.billing.reserve('acc_missing', 'job_4', 0, 1)).rejects.toMatchObject({ code: 'account_not_found' });
+    });
+
+    it('grants nothing to a job that is not running, and drops what its chunk held', async () => {
+      const account = await newAccount(store, 10);
+      await processingJob(store, account.id, 'job_1', [5, 5]);
+      expect(await store.billing.reserve(account.id, 'job_1', 0, 4)).toBe(4);
+      await store.jobs.transition('job_1', 'paused', { reason: 'paused_by_operator', now: NOW });
+      expect(await store.billing.available(account.id)).toBe(10);
+      // A batch that reserves after the pause (it read the status before it) is given nothing.
+      expect(await store.billing.reserve(account.id, 'job_1', 1, 4)).toBe(0);
+      expect(await store.billing.available(account.id)).toBe(10);
+      expect(await store.billing.reserve(account.id, 'job_missing', 0, 4)).toBe(0);
+      expect(await store.billing.available(account.id)).toBe(10);
     });
   });
 

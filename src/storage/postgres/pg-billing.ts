@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { creditLedgerId } from '../ledger-ids.js';
+import { JOB_STATUSES } from '../job-states.js';
 import type { Account, LedgerEntry } from '../records.js';
 import type { BillingPort, LookupCommit } from '../store.js';
 import { accountNotFound, lockAccount } from './pg-core-charges.js';
@@ -119,6 +120,13 @@ export class PgBilling implements BillingPort {
    */
   reserve(accountId: string, jobId: string, chunkIndex: number, wanted: number): Promise<number> {
     return this.db.transaction(async (tx) => {
+      // The job before the account, the order every operation keeps; shared, so that a pause or a
+      // cancel (which releases the job's reservations) waits for this one rather than missing it.
+      const { rows: job } = await tx.query<{ status: string }>('SELECT status FROM jobs WHERE id = $1 FOR SHARE', [jobId]);
+      if (job[0]?.status !== JOB_STATUSES.running) {
+        await tx.query('DELETE FROM credit_reservations WHERE job_id = $1 AND chunk_index = $2', [jobId, chunkIndex]);
+        return 0;
+      }
       const { credits } = await lockAccount(tx, accountId);
       const { rows } = await tx.query<{ n: number }>(
         'SELECT COALESCE(SUM(amount), 0)::bigint AS n FROM credit_reservations WHERE account_id = $1 AND NOT (job_id = $2 AND chunk_index = $3)',

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { chargeLedgerId, creditLedgerId } from '../ledger-ids.js';
+import { JOB_STATUSES } from '../job-states.js';
 import type { Account, LedgerEntry } from '../records.js';
 import type { BillingPort, LookupCommit } from '../store.js';
 import type { Db } from './open-database.js';
@@ -67,6 +68,7 @@ export class SqliteBilling implements BillingPort {
       upsertReservation: db.prepare(
         'INSERT INTO credit_reservations (job_id, chunk_index, account_id, amount) VALUES (?, ?, ?, ?) ON CONFLICT (job_id, chunk_index) DO UPDATE SET amount = excluded.amount',
       ),
+      jobStatus: db.prepare<[string], { status: string }>('SELECT status FROM jobs WHERE id = ?'),
       deleteReservation: db.prepare('DELETE FROM credit_reservations WHERE job_id = ? AND chunk_index = ?'),
       deleteJobReservations: db.prepare('DELETE FROM credit_reservations WHERE job_id = ?'),
     };
@@ -137,6 +139,10 @@ export class SqliteBilling implements BillingPort {
   async reserve(accountId: string, jobId: string, chunkIndex: number, wanted: number): Promise<number> {
     return this.db
       .transaction(() => {
+        if (this.stmts.jobStatus.get(jobId)?.status !== JOB_STATUSES.running) {
+          this.stmts.deleteReservation.run(jobId, chunkIndex);
+          return 0;
+        }
         const account = this.requireSync(accountId);
         const others = (this.stmts.reservedByOthers.get(accountId, jobId, chunkIndex) as { n: number }).n;
         const granted = Math.max(0, Math.min(wanted, account.credits - others));
