@@ -48,7 +48,7 @@ export function keyAuth(deps: ApiDeps) {
 
 export async function applyRateLimit(deps: ApiDeps, reply: FastifyReply, accountId: string): Promise<void> {
   const account = await deps.engine.billing.requireAccount(accountId);
-  const decision = deps.rateLimiter.take(accountId, account.rateLimit ?? deps.settings.rateLimitPerMinute, deps.engine.clock.now());
+  const decision = await deps.rateLimiter.take(accountId, account.rateLimit ?? deps.settings.rateLimitPerMinute, deps.engine.clock.now());
   reply.header('X-RateLimit-Limit', decision.limit);
   reply.header('X-RateLimit-Remaining', decision.remaining);
   reply.header('X-RateLimit-Reset', decision.resetAt);

@@ -15,6 +15,12 @@ export interface Config {
   readonly database: { readonly url: string | undefined; readonly poolSize: number };
   /** V8's heap growth between full collections, in percent; 0 leaves V8's own (see openEngine). */
   readonly heapGrowthPercent: number;
+  /**
+   * The key that seals API keys for their reveal window and webhook secrets, 32 bytes in base64
+   * (a Buffer could not be frozen with the rest); unset, one
+   * made once per data dir. Machines that share a database must share it.
+   */
+  readonly sealKey: string | undefined;
   readonly jobs: JobLimits;
   readonly billing: { readonly repeatFreeDays: number; readonly defaultAccountCredits: number };
   readonly presignExpiresSeconds: number;
@@ -111,13 +117,14 @@ export const SETTINGS = {
   sqliteSynchronous: oneOf('SLUICE_SQLITE_SYNCHRONOUS', ['NORMAL', 'FULL'] as const, 'NORMAL', 'SQLite `synchronous` in WAL mode: NORMAL survives process crashes, FULL also power loss.'),
   sqliteBusyTimeoutMs: int('SLUICE_SQLITE_BUSY_TIMEOUT_MS', 5000, 0, 600_000, 'How long a writer waits for another process\'s lock.'),
   sqliteCacheMb: int('SLUICE_SQLITE_CACHE_MB', 32, 1, 65_536, 'SQLite page cache of each process, in MiB: more keeps more of the billing cache in memory, at that much more RSS.'),
+  sealKey: sealKey('SLUICE_SEAL_KEY', 'The key (base64 of 32 bytes, e.g. `openssl rand -base64 32`) that seals API keys for their reveal window and webhook secrets. Every machine that shares a database must have the same one. Unset: one made once per data dir, which suits one machine only.'),
   heapGrowthPercent: int('SLUICE_HEAP_GROWTH_PERCENT', 100, 0, 1000, 'How far the JavaScript heap may grow past what the last full garbage collection kept, in percent, before the next one. 0 leaves it to V8, which lets it grow up to 4x.'),
   maxRows: int('SLUICE_MAX_ROWS', 1_000_000, 1, 100_000_000, 'Rows per job; a larger file fails with `too_many_rows` before any charge.'),
   maxLineBytes: int('SLUICE_MAX_LINE_BYTES', 65_536, 1024, 64 * 1024 * 1024, 'Longest CSV row; a longer one rejects the file with `line_too_long`.'),
   chunkRows: int('SLUICE_CHUNK_ROWS', 25_000, 10, 10_000_000, 'Rows per chunk: the unit of resume and of parallel work.'),
   batchRows: int('SLUICE_BATCH_ROWS', 1_000, 1, 100_000, 'Rows per checkpoint transaction.'),
-  accountConcurrency: int('SLUICE_ACCOUNT_CONCURRENCY', 64, 1, 10_000, 'Lookup requests in flight per account, across its jobs (per process).'),
-  providerConcurrency: int('SLUICE_PROVIDER_CONCURRENCY', 128, 1, 10_000, 'Lookup requests in flight per provider (per process).'),
+  accountConcurrency: int('SLUICE_ACCOUNT_CONCURRENCY', 64, 1, 10_000, 'Requests in flight to remote lookup services per account, across its jobs and every process on the store (embedded engines: per process).'),
+  providerConcurrency: int('SLUICE_PROVIDER_CONCURRENCY', 128, 1, 10_000, 'Requests in flight to one remote lookup service, across every process on the store (embedded engines: per process).'),
   accountRunningJobs: int('SLUICE_ACCOUNT_RUNNING_JOBS', 4, 1, 10_000, 'Jobs of one account that run at once; its other jobs wait in `queued`.'),
   workerConcurrency: int('SLUICE_WORKER_CONCURRENCY', 2, 1, 256, 'Chunks a worker process works on at once.'),
   leaseSeconds: int('SLUICE_LEASE_SECONDS', 30, 2, 3600, 'A worker that stops renewing loses its chunk after this long.'),
@@ -127,7 +134,7 @@ export const SETTINGS = {
   defaultAccountCredits: int('SLUICE_DEFAULT_CREDITS', 1_000_000, 0, 1_000_000_000, 'Credits granted to the `local` account that `sluice run` creates when no --account is given.'),
   presignExpiresSeconds: int('SLUICE_PRESIGN_EXPIRES_SECONDS', 86_400, 1, 604_800, 'Lifetime of presigned download URLs (S3 allows at most 7 days).'),
   maxUploadBytes: int('SLUICE_MAX_UPLOAD_BYTES', 512 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024, 'Largest CSV `POST /api/jobs/bulk` accepts; larger gets 413.'),
-  rateLimitPerMinute: int('SLUICE_RATE_LIMIT_PER_MINUTE', 200, 1, 1_000_000, 'API requests per rolling minute per account (all its keys together), unless the account has its own.'),
+  rateLimitPerMinute: int('SLUICE_RATE_LIMIT_PER_MINUTE', 200, 1, 1_000_000, 'API requests per rolling minute per account (all its keys, every API process on the store), unless the account has its own.'),
   sessionTtlSeconds: int('SLUICE_SESSION_TTL_SECONDS', 86_400, 60, 30 * 86_400, 'Lifetime of a login session token.'),
   keyRevealSeconds: int('SLUICE_KEY_REVEAL_SECONDS', 900, 0, 30 * 86_400, 'How long after creation an API key can be revealed again; after that, 410.'),
   serveWorker: bool('SLUICE_SERVE_WORKER', true, 'Whether `sluice serve` also runs job workers in its own process.'),
@@ -169,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: { url: read(s.databaseUrl), poolSize: read(s.databasePoolSize) },
     sqlite: { synchronous: read(s.sqliteSynchronous), busyTimeoutMs: read(s.sqliteBusyTimeoutMs), cacheMb: read(s.sqliteCacheMb) },
     heapGrowthPercent: read(s.heapGrowthPercent),
+    sealKey: read(s.sealKey),
     jobs: {
       maxRows: read(s.maxRows),
       maxLineBytes: read(s.maxLineBytes),
@@ -283,6 +291,20 @@ function optionalUrl(name: string, describe: string): Setting<string | undefined
       const protocol = urlProtocol(name, raw, 'a URL', true);
       if (protocol !== 'http:' && protocol !== 'https:') throw bad(name, 'must be an http or https URL');
       return raw.replace(/\/+$/, '');
+    },
+  };
+}
+
+function sealKey(name: string, describe: string): Setting<string | undefined> {
+  return {
+    name,
+    fallback: undefined,
+    describe,
+    parse: (raw) => {
+      // A secret: no message repeats it.
+      const key = Buffer.from(raw, 'base64');
+      if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || key.length !== 32) throw bad(name, 'must be 32 bytes in base64 (e.g. `openssl rand -base64 32`)');
+      return raw;
     },
   };
 }

@@ -35,7 +35,7 @@ export async function lookupBatch(keys: readonly string[], options: LookupBatchO
     const slices: string[][] = [];
     for (let i = 0; i < pending.length; i += provider.maxBatch) slices.push(pending.slice(i, i + provider.maxBatch));
     const outcomes = await Promise.all(
-      slices.map((slice) => limiters.run(accountId, provider.name, () => callProvider(provider, slice, signal))),
+      slices.map((slice) => limiters.run(accountId, provider, () => callProvider(provider, slice, signal))),
     );
     const retry: string[] = [];
     let retryAfterMs: number | undefined;

@@ -13,7 +13,7 @@ export function apiDeps(engine: Engine): ApiDeps {
     jobService: engine.jobService,
     keys: engine.auth.keys,
     sessions: engine.auth.sessions,
-    rateLimiter: new RateLimiter(),
+    rateLimiter: new RateLimiter(deps.store.limits),
     idempotency: new IdempotencyStore(deps.store.idempotency),
     webhooks: engine.webhooks,
     settings: {

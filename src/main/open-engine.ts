@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { dataDirSecret } from './data-dir-secret.js';
 import { applyHeapGrowth } from './heap-growth.js';
 import fs from 'node:fs';
@@ -14,10 +14,13 @@ export type { Engine };
 import { COMPANY_KIND, EmbeddedCompanyDirectory } from '../lookups/company/embedded-company-directory.js';
 import { EmbeddedGenderEngine } from '../lookups/gender/embedded-gender-engine.js';
 import { Limiters } from '../lookups/limiters.js';
+import { SlotHolder } from '../lookups/shared-semaphore.js';
 import { EmbeddedBreachIndex, PHONE_BREACHES_KIND } from '../lookups/phone/embedded-breach-index.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
+import { CircuitBreaker } from '../lookups/remote/circuit-breaker.js';
 import { RemoteLookupProvider } from '../lookups/remote/remote-provider.js';
 import { systemClock, type Clock } from '../shared/clock.js';
+import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { ensureEmbeddedS3, withFailover } from '../storage/s3/embedded-s3-server.js';
 import type { ObjectStore } from '../storage/s3/object-store.js';
@@ -51,8 +54,6 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   );
   const { objects, close: closeObjects } = await openObjectStore(config, log);
   const { providers, remotes } = openProviders(config, store);
-  // A request waiting in a pool's queue spends its time-out there: never let more wait than connect.
-  const providerConcurrency = remotes.length > 0 ? Math.min(config.jobs.providerConcurrency, config.providers.connections) : config.jobs.providerConcurrency;
   const deps: EngineDeps = {
     store,
     jobs: store.jobs,
@@ -64,10 +65,16 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     limits: config.jobs,
     repeatFreeDays: config.billing.repeatFreeDays,
     providers,
-    limiters: new Limiters(config.jobs.accountConcurrency, providerConcurrency),
+    limiters: new Limiters({
+      accountConcurrency: config.jobs.accountConcurrency,
+      providerConcurrency: config.jobs.providerConcurrency,
+      connectionsPerProcess: config.providers.connections,
+      slots: { holder: new SlotHolder(store.limits, clock), clock },
+    }),
   };
-  // Seals newly created API keys for the reveal window; one per data dir, never in the database.
-  const sealKey = Buffer.from(dataDirSecret(config.dataDir, 'seal.key', () => randomBytes(32).toString('base64')), 'base64');
+  // Seals newly created API keys for the reveal window, and webhook secrets; never in the database.
+  const sealKey = Buffer.from(config.sealKey ?? dataDirSecret(config.dataDir, 'seal.key', () => randomBytes(32).toString('base64')), 'base64');
+  await requireSharedSealKey(store, sealKey);
   const jobService = new JobService(deps);
   const webhooks = openWebhooks(config, store, sealKey, jobService, overrides);
   return {
@@ -80,6 +87,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     },
     webhooks,
     async close() {
+      deps.limiters.close();
       await webhooks.client.close();
       await Promise.all(remotes.map((remote) => remote.close()));
       await closeObjects();
@@ -113,11 +121,38 @@ function openProviders(config: Config, store: Store): { providers: Map<string, L
       timeoutMs: config.providers.timeoutMs,
       connections: config.providers.connections,
       maxBatch: config.providers.maxBatch,
+      // One breaker per service for every process on the store; a machine configured with another
+      // URL for the kind has a breaker of its own.
+      breaker: new CircuitBreaker({ records: store.limits, name: `${kind} ${serviceOf(url)}` }),
     });
     remotes.push(remote);
     providers.set(kind, remote);
   }
   return { providers, remotes };
+}
+
+/**
+ * Every process on a store must seal with one key, or secrets sealed by one machine are garbage to
+ * the next: the first process records a fingerprint of its key (an HMAC, which tells nothing of the
+ * key) and any process with another key refuses to start, before it writes anything.
+ */
+async function requireSharedSealKey(store: Store, sealKey: Buffer): Promise<void> {
+  const ours = createHmac('sha256', sealKey).update('sluice seal key fingerprint').digest('base64');
+  const recorded = await store.limits.updateShared('seal-key-fingerprint', (value) => ({ value: value ?? ours, result: value ?? ours }));
+  if (recorded !== ours) {
+    await store.close();
+    throw new AppError(
+      ERROR_CODES.badConfig,
+      'SLUICE_SEAL_KEY differs from the key the other processes on this database seal with: every machine that shares a database must be given the same SLUICE_SEAL_KEY',
+      { details: { variable: 'SLUICE_SEAL_KEY' } },
+    );
+  }
+}
+
+/** The service a URL names, without any credentials or query it carries. */
+function serviceOf(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
 }
 
 function openWebhooks(config: Config, store: Store, sealKey: Buffer, jobService: JobService, overrides: EngineOverrides): Webhooks {

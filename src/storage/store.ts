@@ -44,6 +44,7 @@ export interface Store {
   readonly deliveries: DeliveriesPort;
   readonly breaches: BreachesPort;
   readonly companies: CompaniesPort;
+  readonly limits: LimitsPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -357,3 +358,39 @@ export interface CompaniesPort {
   upsert(records: readonly CompanyRecord[]): Promise<CompanyWrite>;
 }
 
+
+/**
+ * What every process and machine on this store counts together: the limits that used to live in
+ * one process's memory. Two tools, so that each limit picks what it can afford per call.
+ *
+ * - Slots: a counting semaphore per `name` (`size` slots numbered 0..size-1), each slot held by
+ *   one holder until it is released or its `expiresAt` passes. Taking a slot is one statement, so a
+ *   lookup request pays one round trip for it and one to give it back. Holders renew what they hold;
+ *   a holder that stops renewing (killed, frozen) loses its slots when they expire.
+ * - Shared records: one small text value per `name`, changed under a lock by a pure function, for
+ *   state whose every change depends on the last one (a circuit breaker, a rate window, a setting
+ *   all processes must agree on).
+ */
+export interface LimitsPort {
+  /**
+   * Takes up to `want` slots of `name` that no one holds (or whose holder let them expire) for
+   * `holder` until `expiresAt`, and returns their numbers, fewer or none when the rest are held.
+   * Two holders never hold one slot at once: of two that race for it, one gets it.
+   */
+  takeSlots(input: { name: string; size: number; want: number; holder: string; now: number; expiresAt: number }): Promise<number[]>;
+  /** Gives these slots back; slots `holder` no longer holds (expired, taken) are left alone. */
+  releaseSlots(name: string, holder: string, slots: readonly number[]): Promise<void>;
+  /** Moves the expiry of every slot `holder` still holds to `expiresAt`; returns how many it holds. */
+  renewSlots(holder: string, expiresAt: number): Promise<number>;
+  /** How many slots of `name` are held and not expired at `now`. A read. */
+  heldSlots(name: string, now: number): Promise<number>;
+  /** The shared record `name`, or undefined. A read. */
+  readShared(name: string): Promise<string | undefined>;
+  /**
+   * Runs `change` on the record's current value (undefined when there is none) while holding a
+   * lock on it that every other `updateShared` of `name` waits for; stores the value it returns
+   * (undefined deletes the record) and resolves to its `result`. `change` must be synchronous and
+   * pure: it may run more than once when the database asks for the transaction to be tried again.
+   */
+  updateShared<T>(name: string, change: (value: string | undefined) => { value: string | undefined; result: T }): Promise<T>;
+}

@@ -21,6 +21,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   sqliteBusyTimeoutMs: (c) => c.sqlite.busyTimeoutMs,
   sqliteCacheMb: (c) => c.sqlite.cacheMb,
   heapGrowthPercent: (c) => c.heapGrowthPercent,
+  sealKey: (c) => c.sealKey,
   maxRows: (c) => c.jobs.maxRows,
   maxLineBytes: (c) => c.jobs.maxLineBytes,
   chunkRows: (c) => c.jobs.chunkRows,
@@ -120,6 +121,8 @@ describe('loadConfig rejects a bad value with bad_config and the variable name',
     { what: 'a database URL that is not PostgreSQL', env: { SLUICE_DATABASE_URL: 'mysql://sluice:hunter2@db.test:3306/sluice' }, variable: 'SLUICE_DATABASE_URL' },
     { what: 'a database URL that is no URL', env: { SLUICE_DATABASE_URL: 'postgres://sluice:hunter2@db box:5432/sluice' }, variable: 'SLUICE_DATABASE_URL' },
     { what: 'an empty connection pool', env: { SLUICE_DATABASE_POOL_SIZE: '0' }, variable: 'SLUICE_DATABASE_POOL_SIZE' },
+    { what: 'a seal key that is too short', env: { SLUICE_SEAL_KEY: Buffer.alloc(16, 7).toString('base64') }, variable: 'SLUICE_SEAL_KEY' },
+    { what: 'a seal key that is not base64', env: { SLUICE_SEAL_KEY: 'correct horse battery staple, which is long enough' }, variable: 'SLUICE_SEAL_KEY' },
     { what: 'batch rows above chunk rows', env: { SLUICE_CHUNK_ROWS: '500', SLUICE_BATCH_ROWS: '501' }, variable: 'SLUICE_BATCH_ROWS' },
   ];
 
@@ -206,6 +209,12 @@ describe('loadConfig accepts what it documents', () => {
       expect(loadConfig({ SLUICE_DATABASE_URL: raw, SLUICE_DATABASE_POOL_SIZE: '25' }).database).toEqual({ url: raw, poolSize: 25 });
     },
   );
+
+  it('takes a seal key of 32 bytes in base64', () => {
+    const key = Buffer.alloc(32, 9);
+    expect(loadConfig({ SLUICE_SEAL_KEY: key.toString('base64') }).sealKey).toBe(key.toString('base64'));
+    expect(loadConfig({}).sealKey).toBeUndefined();
+  });
 
   it('takes an access key together with its secret', () => {
     expect(loadConfig({ SLUICE_S3_ACCESS_KEY_ID: 'AK', SLUICE_S3_SECRET_ACCESS_KEY: 'SK' }).s3).toMatchObject({ accessKeyId: 'AK', secretAccessKey: 'SK' });

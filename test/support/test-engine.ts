@@ -37,6 +37,9 @@ export interface TestEngine extends Engine {
  */
 export const TEST_STORES: readonly StoreKind[] = postgresServerUrl() ? [STORE_KINDS.sqlite, STORE_KINDS.postgres] : [STORE_KINDS.sqlite];
 
+/** The seal key of every test engine on PostgreSQL. */
+export const TEST_SEAL_KEY = Buffer.alloc(32, 's').toString('base64');
+
 /**
  * What to add to an engine's environment to put it on `store`: nothing for SQLite (the data dir's
  * file), a database of its own for PostgreSQL. Every process given the same `env` shares it.
@@ -44,8 +47,9 @@ export const TEST_STORES: readonly StoreKind[] = postgresServerUrl() ? [STORE_KI
 export async function storeEnv(store: StoreKind): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
   if (store === STORE_KINDS.sqlite) return { env: {}, drop: async () => undefined };
   const db = await freshDatabase(`sluice_${store}`);
-  // Small pools: many test files run at once against the one server and its max_connections.
-  return { env: { SLUICE_DATABASE_URL: db.url, SLUICE_DATABASE_POOL_SIZE: '4' }, drop: db.drop };
+  // Small pools: many test files run at once against the one server and its max_connections. One
+  // seal key, as on machines that share a database: engines of one test have data dirs of their own.
+  return { env: { SLUICE_DATABASE_URL: db.url, SLUICE_DATABASE_POOL_SIZE: '4', SLUICE_SEAL_KEY: TEST_SEAL_KEY }, drop: db.drop };
 }
 
 /** A real engine (SQLite file or SLUICE_DATABASE_URL, embedded S3 over the AWS SDK) in its own temp data dir. */

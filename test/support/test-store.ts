@@ -126,11 +126,13 @@ const buffers = (v) => {
   }
   return v;
 };
+// A function argument (updateShared's change) arrives as its source; see sqlitePeer.
+const revive = (v) => (v && typeof v === 'object' && typeof v.peerFunction === 'string' ? (0, eval)('(' + v.peerFunction + ')') : v);
 parentPort.on('message', async ({ id, port, method, args }) => {
   try {
     const store = await opened;
     const target = port === null ? store : store[port];
-    let value = target[method](...buffers(args));
+    let value = target[method](...buffers(args).map(revive));
     if (value && typeof value[Symbol.asyncIterator] === 'function') {
       const all = [];
       for await (const item of value) all.push(item);
@@ -144,7 +146,7 @@ parentPort.on('message', async ({ id, port, method, args }) => {
 });
 `;
 
-const PORTS = ['jobs', 'billing', 'results', 'keys', 'sessions', 'idempotency', 'webhooks', 'deliveries', 'breaches', 'companies'] as const;
+const PORTS = ['jobs', 'billing', 'results', 'keys', 'sessions', 'idempotency', 'webhooks', 'deliveries', 'breaches', 'companies', 'limits'] as const;
 
 interface Reply {
   id: number;
@@ -157,6 +159,8 @@ interface Reply {
 /**
  * A Store whose every call runs in a worker thread on its own SQLite connection. Arguments must be
  * data (a `LookupCommit.event` function cannot cross); `outputs` arrives whole, then iterates.
+ * A function argument (updateShared's `change`) crosses as its source text and runs in the
+ * worker, so it must use nothing from the scope it was written in.
  */
 async function sqlitePeer(file: string): Promise<Store> {
   assertBuildFresh();
@@ -188,7 +192,7 @@ async function sqlitePeer(file: string): Promise<Store> {
     new Promise<unknown>((resolve, reject) => {
       const id = next++;
       waiting.set(id, { resolve, reject });
-      worker.postMessage({ id, port, method, args });
+      worker.postMessage({ id, port, method, args: args.map((a) => (typeof a === 'function' ? { peerFunction: a.toString() } : a)) });
     });
   const proxy = (port: string) =>
     new Proxy(

@@ -42,7 +42,7 @@ function everyKey(code: string, retryable: boolean, keys = KEYS) {
 
 /** The provider through the engine's one retry layer, answers in key order. */
 async function withRetries(provider: RemoteLookupProvider<GenderResult>, options: { attempts?: number; maxRetryAfterMs?: number } = {}): Promise<LookupOutcome<unknown>[]> {
-  const answers = await lookupBatch(KEYS, { accountId: 'a', provider, limiters: new Limiters(10, 10), backoffMs: 1, ...options });
+  const answers = await lookupBatch(KEYS, { accountId: 'a', provider, limiters: new Limiters({ accountConcurrency: 10, providerConcurrency: 10 }), backoffMs: 1, ...options });
   return KEYS.map((key) => answers.get(key)!);
 }
 
@@ -137,9 +137,9 @@ describe('RemoteLookupProvider against the provider simulator', () => {
     const { simulator, provider } = await setup({ down: true }, { breaker });
 
     for (let i = 0; i < 4; i++) expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true));
-    expect(breaker.state()).toBe('closed');
+    expect(await breaker.state()).toBe('closed');
     expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true)); // the fifth failure opens it
-    expect(breaker.state()).toBe('open');
+    expect(await breaker.state()).toBe('open');
     expect(simulator.stats.requests).toBe(5);
 
     expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true));
@@ -148,9 +148,9 @@ describe('RemoteLookupProvider against the provider simulator', () => {
     expect(simulator.stats.requests).toBe(5);
 
     clock.advance(1_000);
-    expect(breaker.state()).toBe('half-open');
+    expect(await breaker.state()).toBe('half-open');
     expect(await provider.lookup(KEYS)).toEqual(await embedded(KEYS));
-    expect(breaker.state()).toBe('closed');
+    expect(await breaker.state()).toBe('closed');
     expect(simulator.stats.requests).toBe(6);
   });
 
@@ -163,7 +163,7 @@ describe('RemoteLookupProvider against the provider simulator', () => {
     clock.advance(1_000);
     expect(await provider.lookup(KEYS)).toEqual(everyKey('provider_unavailable', true));
     expect(simulator.stats.requests).toBe(2);
-    expect(breaker.state()).toBe('open');
+    expect(await breaker.state()).toBe('open');
   });
 
   it('when the service is slower than timeoutMs, every key is a retryable lookup_failed without waiting for it', async () => {

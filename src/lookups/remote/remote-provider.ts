@@ -53,7 +53,7 @@ type Attempt<R> =
  * time-outs and malformed answers come back as retryable outcomes, with the service's Retry-After
  * (`provider_unavailable` when the service says 503 or the breaker is open, so that the engine
  * pauses the job instead of failing its rows); `lookupBatch` decides whether to try again. Never
- * throws.
+ * throws: a breaker whose store cannot be reached fails the keys, retryable, as a network error would.
  */
 export class RemoteLookupProvider<R = unknown> implements LookupProvider<R> {
   readonly kind: string;
@@ -64,6 +64,7 @@ export class RemoteLookupProvider<R = unknown> implements LookupProvider<R> {
   private readonly path: string;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
+  private closed = false;
 
   constructor(options: RemoteProviderOptions) {
     let url: URL;
@@ -95,32 +96,43 @@ export class RemoteLookupProvider<R = unknown> implements LookupProvider<R> {
   async lookup(keys: readonly string[], signal?: AbortSignal): Promise<LookupOutcome<R>[]> {
     if (keys.length === 0) return [];
     if (signal?.aborted) return failAll(keys, ERROR_CODES.lookupFailed, true, 'lookup aborted');
-    if (!this.breaker.tryAcquire()) return failAll(keys, ERROR_CODES.providerUnavailable, true, `${this.name}: circuit breaker open`);
-    const result = await this.post(JSON.stringify({ keys }), keys.length, signal);
-    switch (result.kind) {
-      case 'answer':
-        this.breaker.recordSuccess();
-        return result.outcomes;
-      case 'rejected':
-        // The service is up and answering; the request is what it refuses.
-        this.breaker.recordSuccess();
-        return failAll(keys, LOOKUP_REJECTED, false, `${this.name} refused the request with ${result.status}`);
-      case 'aborted':
-        this.breaker.release();
-        return failAll(keys, ERROR_CODES.lookupFailed, true, 'lookup aborted');
-      case 'retry': {
-        // A 429 says the service is up but wants us slower: it must not open the breaker.
-        if (result.status === 429) this.breaker.recordSuccess();
-        else this.breaker.recordFailure();
-        const unavailable = result.status === 503 || this.breaker.state() === BREAKER_STATES.open;
-        const failed = failAll<R>(keys, unavailable ? ERROR_CODES.providerUnavailable : ERROR_CODES.lookupFailed, true, `${this.name}: ${result.message}`);
-        return result.retryAfterMs === undefined ? failed : failed.map((o) => ({ ...o, retryAfterMs: result.retryAfterMs }) as LookupOutcome<R>);
-      }
+    if (this.closed) return failAll(keys, ERROR_CODES.lookupFailed, true, `${this.name} is closed`);
+    try {
+      return await this.guarded(keys, signal);
+    } catch (e: unknown) {
+      return failAll(keys, ERROR_CODES.lookupFailed, true, `${this.name}: circuit breaker unreachable: ${toAppError(e).message}`);
     }
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.pool.close();
+  }
+
+  /** One request under the breaker, which lives in the store and may be unreachable. */
+  private async guarded(keys: readonly string[], signal: AbortSignal | undefined): Promise<LookupOutcome<R>[]> {
+    if (!(await this.breaker.tryAcquire())) return failAll(keys, ERROR_CODES.providerUnavailable, true, `${this.name}: circuit breaker open`);
+    const result = await this.post(JSON.stringify({ keys }), keys.length, signal);
+    switch (result.kind) {
+      case 'answer':
+        await this.breaker.recordSuccess();
+        return result.outcomes;
+      case 'rejected':
+        // The service is up and answering; the request is what it refuses.
+        await this.breaker.recordSuccess();
+        return failAll(keys, LOOKUP_REJECTED, false, `${this.name} refused the request with ${result.status}`);
+      case 'aborted':
+        await this.breaker.release();
+        return failAll(keys, ERROR_CODES.lookupFailed, true, 'lookup aborted');
+      case 'retry': {
+        // A 429 says the service is up but wants us slower: it must not open the breaker.
+        if (result.status === 429) await this.breaker.recordSuccess();
+        else await this.breaker.recordFailure();
+        const unavailable = result.status === 503 || (await this.breaker.state()) === BREAKER_STATES.open;
+        const failed = failAll<R>(keys, unavailable ? ERROR_CODES.providerUnavailable : ERROR_CODES.lookupFailed, true, `${this.name}: ${result.message}`);
+        return result.retryAfterMs === undefined ? failed : failed.map((o) => ({ ...o, retryAfterMs: result.retryAfterMs }) as LookupOutcome<R>);
+      }
+    }
   }
 
   private async post(body: string, count: number, signal: AbortSignal | undefined): Promise<Attempt<R>> {

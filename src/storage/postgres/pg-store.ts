@@ -7,6 +7,7 @@ import { PgDeliveries } from './pg-deliveries.js';
 import { PgIdempotency } from './pg-idempotency.js';
 import { PgJobs } from './pg-jobs.js';
 import { PgKeys } from './pg-keys.js';
+import { PgLimits } from './pg-limits.js';
 import { PgResults } from './pg-results.js';
 import { PgSessions } from './pg-sessions.js';
 import { PgWebhooks } from './pg-webhooks.js';
@@ -35,6 +36,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     deliveries: new PgDeliveries(db),
     breaches: new PgBreaches(db),
     companies: new PgCompanies(db),
+    limits: new PgLimits(db),
     async ping() {
       await db.query('SELECT 1');
     },

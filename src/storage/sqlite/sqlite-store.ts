@@ -7,6 +7,7 @@ import { SqliteDeliveries } from './sqlite-deliveries.js';
 import { SqliteIdempotency } from './sqlite-idempotency.js';
 import { SqliteJobs } from './sqlite-jobs.js';
 import { SqliteKeys } from './sqlite-keys.js';
+import { SqliteLimits } from './sqlite-limits.js';
 import { SqliteOutbox } from './sqlite-outbox.js';
 import { SqliteResults } from './sqlite-results.js';
 import { SqliteSessions } from './sqlite-sessions.js';
@@ -35,6 +36,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     deliveries: new SqliteDeliveries(db),
     breaches: new SqliteBreaches(db),
     companies: new SqliteCompanies(db),
+    limits: new SqliteLimits(db),
     async ping() {
       ping.get();
     },

@@ -1,0 +1,23 @@
+import type { LimitsPort } from '../storage/store.js';
+
+/**
+ * Small values that every process changes under one lock: the store's shared records, or one
+ * process's own when there is no store (a lookup provider used on its own, unit tests).
+ */
+export type SharedRecords = Pick<LimitsPort, 'readShared' | 'updateShared'>;
+
+/** The shared records of one process: correct for it alone, shared with nothing. */
+export class ProcessRecords implements SharedRecords {
+  private readonly values = new Map<string, string>();
+
+  async readShared(name: string): Promise<string | undefined> {
+    return this.values.get(name);
+  }
+
+  async updateShared<T>(name: string, change: (value: string | undefined) => { value: string | undefined; result: T }): Promise<T> {
+    const { value, result } = change(this.values.get(name));
+    if (value === undefined) this.values.delete(name);
+    else this.values.set(name, value);
+    return result;
+  }
+}
