@@ -1,10 +1,13 @@
 /**
  * The crash test (DESIGN guarantees 1 to 3, and durable webhooks). One big gender job, plus a few
  * small jobs of other accounts for more webhook events, runs twice on the same inputs: once by
- * worker processes left alone (the reference), once by worker processes killed with SIGKILL at
- * random moments and each replaced by a fresh one. Both runs must end with the same result bytes
- * and charges, and every job completed; every event must reach the receiver, and its repeats must
- * share one webhook-id. `npm run chaos` (bench/chaos.ts) and test/reliability/chaos.test.ts run it.
+ * worker processes left alone on one data dir's SQLite (the reference), once by worker processes
+ * killed with SIGKILL at random moments and each replaced by a fresh one. Both runs must end with
+ * the same result bytes and charges, and every job completed; every event must reach the receiver,
+ * and its repeats must share one webhook-id. The run under fire is either more workers on one data
+ * dir's SQLite, or (`machines`) worker machines that share only PostgreSQL and one S3 endpoint
+ * (bench/chaos-machines.ts). `npm run chaos` (bench/chaos.ts), test/reliability/chaos.test.ts and
+ * test/reliability/chaos-machines.test.ts run it.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,8 +19,9 @@ import { loadConfig } from '../src/config/load-config.js';
 import { openEngine } from '../src/main/open-engine.js';
 import { silentLogger } from '../src/shared/logger.js';
 import { WEBHOOK_KINDS } from '../src/webhooks/webhook-store.js';
+import { hostIsolation, killMachines, sharedSealKey, startMachine, startSharedS3 } from './chaos-machines.js';
 import { collect, compare } from './chaos-verify.js';
-import { Peek, startReceiver, type Receiver } from './chaos-watch.js';
+import { Peek, startReceiver, type JobView, type Receiver } from './chaos-watch.js';
 import { killAll, startNode, stopChild, tail, type Child } from './children.js';
 import { seededRandom } from '../src/shared/seeded-random.js';
 
@@ -39,12 +43,27 @@ export interface ChaosOptions {
   sideJobs?: number;
   /** Senders killed during a webhook attempt, on top of `kills`. */
   deliveryKills?: number;
+  /**
+   * Worker machines of the run under fire (2 or more), in place of `workers` on one data dir: each
+   * its own process, data dir and host name, sharing only `databaseUrl` and one S3 endpoint.
+   */
+  machines?: number;
+  /** An empty PostgreSQL database for the machines; needed with `machines`. */
+  databaseUrl?: string;
+  /** Connections each machine keeps to PostgreSQL (5): enough for two slots and the sender. */
+  poolSize?: number;
   log?: (line: string) => void;
 }
 
 export interface ChaosReport {
   seed: number;
   rows: number;
+  /** Where the run under fire ran: its store, and how many processes on how many data dirs. */
+  setup: string;
+  /** Worker machines of the run under fire; undefined on one data dir. */
+  machines: number | undefined;
+  /** Restarts of each machine, in machine order (one entry in all on one data dir). */
+  restartsByMachine: number[];
   chunkRows: number;
   batchRows: number;
   cleanMs: number;
@@ -73,7 +92,7 @@ export interface ChaosReport {
 
 type Settings = Record<string, string>;
 interface JobRef { id: string; accountId: string }
-interface Proc { c: Child; pid: number; id?: string; killed?: boolean }
+interface Proc { c: Child; pid: number; machine: number; id?: string; killed?: boolean }
 interface Timing { split: number; assemble: number; total: number }
 
 /** Chunks small enough that every phase lasts long enough to be hit, and a lease that lapses fast. */
@@ -121,20 +140,78 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const cleanMs = performance.now() - t0;
     log(`clean run: ${(cleanMs / 1000).toFixed(1)} s (split ${clean.timing.split} ms, assemble ${clean.timing.assemble} ms)`);
     const expected = await collect(childEnv(cleanDir, settings), clean.jobs);
-    const t1 = performance.now();
-    const chaos = await chaosRun(path.join(work, 'chaos'), settings, inputs, o, rng, clean.timing, log);
-    const chaosMs = performance.now() - t1;
-    const actual = await collect(childEnv(path.join(work, 'chaos'), settings), chaos.jobs);
-    return { seed: o.seed, rows: o.rows, chunkRows: Number(settings.SLUICE_CHUNK_ROWS), batchRows: Number(settings.SLUICE_BATCH_ROWS), cleanMs, chaosMs, ...chaos.stats, ...(await compare(inputs, expected, actual, chaos.stats.problems)) };
+    const site = o.machines === undefined ? oneDataDir(path.join(work, 'chaos'), settings, o.workers ?? 2) : await manyMachines(path.join(work, 'chaos'), settings, o);
+    try {
+      log(`run under kills: ${site.setup}`);
+      const t1 = performance.now();
+      const chaos = await chaosRun(site, inputs, o, rng, clean.timing, log);
+      const chaosMs = performance.now() - t1;
+      const actual = await collect(site.env, chaos.jobs);
+      const report = { seed: o.seed, rows: o.rows, setup: site.setup, machines: o.machines, chunkRows: Number(settings.SLUICE_CHUNK_ROWS), batchRows: Number(settings.SLUICE_BATCH_ROWS), cleanMs, chaosMs };
+      return { ...report, ...chaos.stats, ...(await compare(inputs, expected, actual, chaos.stats.problems)) };
+    } finally {
+      await site.close();
+    }
   } finally {
     await killAll();
+    await killMachines();
     fs.rmSync(work, { recursive: true, force: true });
   }
 }
 
+/** Where the run under fire runs: the store its workers share, and how a worker of machine `i` starts. */
+interface Site {
+  setup: string;
+  /** Of the engines this process opens on that store: to queue the jobs, and to read the outcome. */
+  env: NodeJS.ProcessEnv;
+  machines: number;
+  /** How the kill log names machine `i`: its host name, or nothing when the workers share one. */
+  label(machine: number): string;
+  start(machine: number): Proc;
+  peek(): Promise<Peek>;
+  close(): Promise<void>;
+}
+
+/** Today's set-up: `workers` processes on one data dir, its SQLite file and its embedded S3. */
+function oneDataDir(dataDir: string, settings: Settings, workers: number): Site {
+  return {
+    setup: `${workers} worker processes on one data dir (SQLite, embedded S3)`,
+    env: childEnv(dataDir, settings),
+    machines: workers,
+    label: () => '',
+    start: (machine) => startWorker(dataDir, settings, machine),
+    peek: async () => Peek.sqlite(dataDir),
+    close: async () => undefined,
+  };
+}
+
+/**
+ * Machines that share only PostgreSQL and one S3 endpoint: machine i is host `chaos-m<i>` with data
+ * dir `machine-<i>`, which its restarts reuse, as a rebooted machine finds its own disk again.
+ */
+async function manyMachines(dir: string, settings: Settings, o: ChaosOptions): Promise<Site> {
+  if (o.databaseUrl === undefined) throw new Error('machines need a PostgreSQL database (databaseUrl)');
+  const s3 = await startSharedS3(path.join(dir, 's3'));
+  const shared: Settings = { ...settings, ...s3.settings, SLUICE_DATABASE_URL: o.databaseUrl, SLUICE_DATABASE_POOL_SIZE: String(o.poolSize ?? 5), SLUICE_SEAL_KEY: sharedSealKey() };
+  const n = o.machines!;
+  const hosts = hostIsolation();
+  return {
+    setup: `${n} worker machines, each its own process, data dir and host name (${hosts ?? 'NOT isolated: unshare unavailable, one host name for all'}), sharing only PostgreSQL and S3 at ${s3.endpoint}`,
+    env: childEnv(path.join(dir, 'submit'), shared),
+    machines: n,
+    label: (machine) => `chaos-m${machine + 1}, `,
+    start(machine) {
+      const c = startMachine(`chaos-m${machine + 1}`, CLI, ['worker'], childEnv(path.join(dir, `machine-${machine + 1}`), shared), ROOT);
+      return { c, pid: c.child.pid ?? -1, machine };
+    },
+    peek: () => Peek.postgres(o.databaseUrl!),
+    close: () => s3.close(),
+  };
+}
+
 /** Accounts, webhooks and queued jobs, made by an engine that is closed before any worker starts. */
-async function queue(dataDir: string, settings: Settings, inputs: string[], receiver?: Receiver): Promise<JobRef[]> {
-  const engine = await openEngine(loadConfig(childEnv(dataDir, settings)), silentLogger());
+async function queue(env: NodeJS.ProcessEnv, inputs: string[], receiver?: Receiver): Promise<JobRef[]> {
+  const engine = await openEngine(loadConfig(env), silentLogger());
   try {
     const jobs: JobRef[] = [];
     for (const [i, input] of inputs.entries()) {
@@ -154,9 +231,9 @@ async function queue(dataDir: string, settings: Settings, inputs: string[], rece
   }
 }
 
-function startWorker(dataDir: string, settings: Settings): Proc {
+function startWorker(dataDir: string, settings: Settings, machine = 0): Proc {
   const c = startNode(CLI, ['worker'], childEnv(dataDir, settings), { cwd: ROOT });
-  return { c, pid: c.child.pid ?? -1 };
+  return { c, pid: c.child.pid ?? -1, machine };
 }
 
 /** The worker's id (the lease owner it writes), from its start-up line. */
@@ -167,17 +244,17 @@ function workerId(p: Proc): string | undefined {
 
 /** The reference: the same jobs, workers never killed. Times the big job's phases for the kill schedule. */
 async function cleanRun(dataDir: string, settings: Settings, inputs: string[], n: number): Promise<{ jobs: JobRef[]; timing: Timing }> {
-  const jobs = await queue(dataDir, settings, inputs);
-  const peek = new Peek(dataDir);
+  const jobs = await queue(childEnv(dataDir, settings), inputs);
+  const peek = Peek.sqlite(dataDir);
   const procs = Array.from({ length: n }, () => startWorker(dataDir, { ...settings, SLUICE_WEBHOOK_SENDER: 'false' }));
   const seen: Record<string, number> = {};
   try {
     const deadline = Date.now() + 30 * 60_000;
     for (;;) {
-      const job = peek.job(jobs[0]!.id);
+      const job = await peek.job(jobs[0]!.id);
       const at = performance.now();
       seen[job.status === 'running' ? job.phase : job.status] ??= at;
-      const statuses = peek.statuses();
+      const statuses = await peek.statuses();
       if ((statuses.completed ?? 0) === jobs.length) break;
       const dead = procs.find((p) => p.c.child.exitCode !== null || p.c.child.signalCode !== null);
       if (dead || Date.now() > deadline || job.status === 'failed' || job.status === 'paused') {
@@ -186,50 +263,61 @@ async function cleanRun(dataDir: string, settings: Settings, inputs: string[], n
       await sleep(10);
     }
   } finally {
-    peek.close();
+    await peek.close();
     await Promise.all(procs.map((p) => stopChild(p.c)));
   }
   const span = (from: string, to: string) => Math.round((seen[to] ?? 0) - (seen[from] ?? 0));
   return { jobs, timing: { split: span('split', 'process'), assemble: span('assemble', 'completed'), total: span('split', 'completed') } };
 }
 
-type Stats = Pick<ChaosReport, 'kills' | 'phases' | 'killsSent' | 'missedKills' | 'deliveryKills' | 'restarts' | 'events' | 'deliveries' | 'distinctIds' | 'statuses' | 'problems'>;
-type JobView = ReturnType<Peek['job']>;
+type Stats = Pick<ChaosReport, 'kills' | 'phases' | 'killsSent' | 'missedKills' | 'deliveryKills' | 'restarts' | 'restartsByMachine' | 'events' | 'deliveries' | 'distinctIds' | 'statuses' | 'problems'>;
 
-/** The worker processes of the run under fire: kept at their number, killed, and what each kill hit. */
+/** The worker processes of the run under fire: one per machine, killed, restarted, and what each kill hit. */
 class Fleet {
   private readonly procs = new Set<Proc>();
   private stopping = false;
 
   constructor(
-    private readonly start: () => Proc,
-    private readonly size: number,
+    private readonly site: Site,
     private readonly peek: Peek,
     private readonly bigId: string,
     private readonly stats: Stats,
     private readonly log: (line: string) => void,
   ) {
-    for (let i = 0; i < size; i++) this.add();
+    stats.restartsByMachine = Array<number>(this.size).fill(0);
+    for (let i = 0; i < this.size; i++) this.add(i);
   }
 
-  /** Replaces every worker that is gone; each replacement is a restart. */
+  private get size(): number {
+    return this.site.machines;
+  }
+
+  /** Starts again every machine whose worker is gone; each is a restart. */
   keepUp(): void {
-    for (let n = this.procs.size; n < this.size; n++, this.stats.restarts++) this.add();
+    const up = new Set([...this.procs].map((p) => p.machine));
+    for (let machine = 0; machine < this.size; machine++) {
+      if (up.has(machine)) continue;
+      this.add(machine);
+      this.stats.restarts++;
+      this.stats.restartsByMachine[machine]!++;
+    }
   }
 
   live(): Proc[] {
     return [...this.procs].filter((p) => !p.killed && workerId(p) !== undefined);
   }
 
-  chunkHolders(): Proc[] {
-    return this.live().filter((p) => this.peek.held(p.id!).includes('chunk'));
+  async chunkHolders(): Promise<Proc[]> {
+    const live = this.live();
+    const held = await Promise.all(live.map((p) => this.peek.held(p.id!)));
+    return live.filter((_, i) => held[i]!.includes('chunk'));
   }
 
   /** SIGKILL. It counts when the worker held a lease and the big job had not completed yet. */
   async kill(p: Proc, why?: string): Promise<void> {
     if (p.killed) return;
-    const job = this.peek.job(this.bigId);
-    const held = p.id ? this.peek.held(p.id) : [];
+    const job = await this.peek.job(this.bigId);
+    const held = p.id ? await this.peek.held(p.id) : [];
     p.killed = true;
     this.stats.killsSent++;
     p.c.child.kill('SIGKILL');
@@ -239,7 +327,7 @@ class Fleet {
       this.stats.kills++;
       this.stats.phases[phase] = (this.stats.phases[phase] ?? 0) + 1;
     } else if (why === undefined) this.stats.missedKills++;
-    this.log(`kill: pid ${p.pid} ${why ?? `in ${phase}`}, holding ${held.join(' ') || 'no lease'}; big job at ${job.processed}/${job.total ?? '?'} rows; ${this.stats.kills} counted`);
+    this.log(`kill: ${this.site.label(p.machine)}pid ${p.pid} ${why ?? `in ${phase}`}, holding ${held.join(' ') || 'no lease'}; big job at ${job.processed}/${job.total ?? '?'} rows; ${this.stats.kills} counted`);
   }
 
   async stop(): Promise<void> {
@@ -247,8 +335,8 @@ class Fleet {
     await Promise.all([...this.procs].map((p) => stopChild(p.c)));
   }
 
-  private add(): void {
-    const p = this.start();
+  private add(machine: number): void {
+    const p = this.site.start(machine);
     this.procs.add(p);
     void p.c.exited.then(({ code, signal }) => {
       this.procs.delete(p);
@@ -275,7 +363,7 @@ class Schedule {
     this.reserve = { split: kills >= 10 ? 3 : 1, assemble: kills >= 10 ? 2 : 1 };
   }
 
-  next(job: JobView, fleet: Fleet, stats: Stats): { at: number; victims: Proc[] } | undefined {
+  async next(job: JobView, fleet: Fleet, stats: Stats): Promise<{ at: number; victims: Proc[] } | undefined> {
     if (job.status !== 'running') return undefined;
     const { rng } = this;
     const holder = fleet.live().find((p) => p.id === job.owner);
@@ -291,21 +379,21 @@ class Schedule {
     this.mark ??= { from: job.processed, step: ((job.total - job.processed) / (left + 1)) * (0.3 + rng()) };
     if (job.processed < this.mark.from + this.mark.step) return undefined;
     this.mark = undefined;
-    const holders = fleet.chunkHolders();
+    const holders = await fleet.chunkHolders();
     const one = holders[Math.floor(rng() * holders.length)];
     return one && { at: Date.now() + rng() * 300, victims: rng() < 0.2 ? holders : [one] };
   }
 }
 
 /** The run under fire; the first `deliveryKills` events also kill their sender mid-attempt. */
-async function chaosRun(dataDir: string, settings: Settings, inputs: string[], o: ChaosOptions, rng: () => number, timing: Timing, log: (line: string) => void) {
-  const stats: Stats = { kills: 0, phases: {}, killsSent: 0, missedKills: 0, deliveryKills: 0, restarts: 0, events: 0, deliveries: 0, distinctIds: 0, statuses: {}, problems: [] };
+async function chaosRun(site: Site, inputs: string[], o: ChaosOptions, rng: () => number, timing: Timing, log: (line: string) => void) {
+  const stats: Stats = { kills: 0, phases: {}, killsSent: 0, missedKills: 0, deliveryKills: 0, restarts: 0, restartsByMachine: [], events: 0, deliveries: 0, distinctIds: 0, statuses: {}, problems: [] };
   let peek: Peek | undefined;
   let fleet: Fleet | undefined;
   let deliveryKillsLeft = o.deliveryKills ?? 2;
   // The sender is waiting for this answer, so the next sender must deliver the event again.
   const receiver = await startReceiver(async (messageId) => {
-    const pid = Number(/-(\d+)-[0-9a-f]+$/.exec(peek?.claimant(messageId) ?? '')?.[1]);
+    const pid = Number(/-(\d+)-[0-9a-f]+$/.exec((await peek?.claimant(messageId)) ?? '')?.[1]);
     const sender = fleet?.live().find((p) => p.pid === pid);
     if (deliveryKillsLeft <= 0 || !sender) return;
     deliveryKillsLeft--;
@@ -313,15 +401,15 @@ async function chaosRun(dataDir: string, settings: Settings, inputs: string[], o
     await fleet!.kill(sender, 'during a webhook attempt');
   });
   try {
-    const jobs = await queue(dataDir, settings, inputs, receiver);
+    const jobs = await queue(site.env, inputs, receiver);
     const bigId = jobs[0]!.id;
-    peek = new Peek(dataDir);
-    fleet = new Fleet(() => startWorker(dataDir, settings), o.workers ?? 2, peek, bigId, stats, log);
+    peek = await site.peek();
+    fleet = new Fleet(site, peek, bigId, stats, log);
     const schedule = new Schedule(o.kills, rng, timing);
     const limitMs = 10 * timing.total + 10_000 * o.kills;
     const until = Date.now() + limitMs;
     let plan: { at: number; victims: Proc[] } | undefined;
-    for (let job = peek.job(bigId); job.status === 'running' || job.status === 'queued'; job = peek.job(bigId)) {
+    for (let job = await peek.job(bigId); job.status === 'running' || job.status === 'queued'; job = await peek.job(bigId)) {
       if (Date.now() > until) {
         stats.problems.push(`the big job is still ${job.status} in ${job.phase} after ${Math.round(limitMs / 1000)} s`);
         break;
@@ -330,29 +418,32 @@ async function chaosRun(dataDir: string, settings: Settings, inputs: string[], o
       if (plan && Date.now() >= plan.at) {
         for (const victim of plan.victims) await fleet.kill(victim);
         plan = undefined;
-      } else plan ??= schedule.next(job, fleet, stats);
+      } else plan ??= await schedule.next(job, fleet, stats);
       await sleep(10);
     }
     // No more kills on jobs: the workers left finish every job and deliver every event.
-    const settled = (): boolean => {
-      const s = peek!.statuses();
-      return !s.running && !s.queued && peek!.undelivered() === 0 && peek!.events().every((id) => receiver.seen.has(id));
+    const settled = async (): Promise<boolean> => {
+      const s = await peek!.statuses();
+      return !s.running && !s.queued && (await peek!.undelivered()) === 0 && (await peek!.events()).every((id) => receiver.seen.has(id));
     };
-    for (const end = Date.now() + 120_000; Date.now() < end && !settled(); await sleep(50)) fleet.keepUp();
+    // Every killed worker is started again, the last one too, though the rest may need no help.
+    fleet.keepUp();
+    for (const end = Date.now() + 120_000; Date.now() < end && !(await settled()); await sleep(50)) fleet.keepUp();
     await fleet.stop();
-    const events = peek.events();
-    Object.assign(stats, { statuses: peek.statuses(), events: events.length, deliveries: receiver.requests, distinctIds: receiver.seen.size });
+    const events = await peek.events();
+    Object.assign(stats, { statuses: await peek.statuses(), events: events.length, deliveries: receiver.requests, distinctIds: receiver.seen.size });
     stats.problems.push(...receiver.problems);
     const missing = events.filter((id) => !receiver.seen.has(id));
     const unknown = [...receiver.seen.keys()].filter((id) => !events.includes(id));
     if (missing.length > 0) stats.problems.push(`events never delivered: ${missing.join(', ')}`);
     if (unknown.length > 0) stats.problems.push(`deliveries with unknown webhook-ids: ${unknown.join(', ')}`);
-    if (peek.undelivered() > 0) stats.problems.push(`${peek.undelivered()} events or deliveries not successful at the end`);
+    const undelivered = await peek.undelivered();
+    if (undelivered > 0) stats.problems.push(`${undelivered} events or deliveries not successful at the end`);
     if (stats.kills < o.kills) stats.problems.push(`only ${stats.kills} of ${o.kills} kills landed on a lease holder before the big job ended (${stats.missedKills} missed)`);
     return { jobs, stats };
   } finally {
     await fleet?.stop();
-    peek?.close();
+    await peek?.close();
     receiver.close();
   }
 }

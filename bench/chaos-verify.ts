@@ -79,6 +79,8 @@ async function rowCheck(inputIds: string[], all: Buffer): Promise<{ lost: number
 }
 
 async function rowIds(csv: Buffer): Promise<string[]> {
+  // A job that did not complete has no result file: all its rows count as lost, beside its status.
+  if (csv.length === 0) return [];
   const ids: string[] = [];
   for await (const batch of readCsvRows((async function* () { yield csv; })(), { maxLineBytes: 1 << 20 })) for (const row of batch) ids.push(row[0] ?? '');
   return ids.slice(1);

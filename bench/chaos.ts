@@ -2,12 +2,19 @@
  * `npm run chaos`: the crash test at full size (bench/chaos-run.ts says what it does).
  *
  *   node dist/bench/chaos.js [--rows 200000] [--kills 20] [--seed N] [--chunks 50] [--workers 2]
- *                            [--side-jobs 3] [--delivery-kills 2]
+ *                            [--side-jobs 3] [--delivery-kills 2] [--machines N [--database-url URL]]
+ *
+ * `--machines N` (2 or more) runs the jobs under kills on N worker machines that share only
+ * PostgreSQL and one S3 endpoint, against the same reference (`--workers` processes on one data
+ * dir's SQLite, never killed). The database is a new one on the server of `--database-url` (else
+ * SLUICE_TEST_DATABASE_URL), dropped at the end; with neither, on a PostgreSQL server started from
+ * the bundled binaries and stopped at the end.
  *
  * Prints the seed first, so that a failing run can be repeated (kill moments also depend on timing),
  * then a table of what happened and what was checked. Exits 1 when any check failed, 2 on bad flags.
  */
 import { parseArgs } from 'node:util';
+import { chaosDatabase, type ChaosDatabase } from './chaos-machines.js';
 import { runChaos, type ChaosReport } from './chaos-run.js';
 
 function wholeNumber(name: string, raw: string, min: number): number {
@@ -20,12 +27,13 @@ function table(r: ChaosReport): string {
   const phases = Object.entries(r.phases).map(([phase, n]) => `${phase} ${n}`).join(', ') || 'none';
   const rows: [string, string][] = [
     ['seed', String(r.seed)],
+    ['run under kills', r.setup],
     ['rows (big job)', `${r.rows.toLocaleString('en-US')} (chunks of ${r.chunkRows}, batches of ${r.batchRows})`],
     ['kills of a lease holder before completion', String(r.kills)],
     ['phases hit', phases],
     ['SIGKILLs sent in all', `${r.killsSent} (${r.killsSent - r.kills} not counted: no lease held, or the big job already done)`],
     ['senders killed during a webhook attempt', String(r.deliveryKills)],
-    ['restarts', String(r.restarts)],
+    ['restarts', r.machines !== undefined ? `${r.restarts} (by machine: ${r.restartsByMachine.join(', ')})` : String(r.restarts)],
     ['wall time, clean run', `${(r.cleanMs / 1000).toFixed(1)} s`],
     ['wall time, run under kills (to last delivery)', `${(r.chaosMs / 1000).toFixed(1)} s`],
     ['jobs at the end', Object.entries(r.statuses).map(([s, n]) => `${n} ${s}`).join(', ')],
@@ -52,6 +60,8 @@ async function main(): Promise<number> {
       workers: { type: 'string', default: '2' },
       'side-jobs': { type: 'string', default: '3' },
       'delivery-kills': { type: 'string', default: '2' },
+      machines: { type: 'string' },
+      'database-url': { type: 'string' },
     },
   });
   let options;
@@ -64,13 +74,26 @@ async function main(): Promise<number> {
       workers: wholeNumber('workers', values.workers, 1),
       sideJobs: wholeNumber('side-jobs', values['side-jobs'], 0),
       deliveryKills: wholeNumber('delivery-kills', values['delivery-kills'], 0),
+      ...(values.machines === undefined ? {} : { machines: wholeNumber('machines', values.machines, 2) }),
     };
+    if (values['database-url'] !== undefined && options.machines === undefined) throw new Error('--database-url goes with --machines');
   } catch (e: unknown) {
     process.stderr.write(`chaos: ${e instanceof Error ? e.message : String(e)}\n`);
     return 2;
   }
   process.stdout.write(`chaos: seed ${options.seed} (repeat with --seed ${options.seed})\n`);
-  const report = await runChaos({ ...options, log: (line) => process.stdout.write(`  ${line}\n`) });
+  const log = (line: string) => process.stdout.write(`  ${line}\n`);
+  let database: ChaosDatabase | undefined;
+  let report: ChaosReport;
+  try {
+    if (options.machines !== undefined) {
+      database = await chaosDatabase(values['database-url'] ?? (process.env.SLUICE_TEST_DATABASE_URL || undefined));
+      log(`PostgreSQL: ${database.origin}`);
+    }
+    report = await runChaos({ ...options, ...(database && { databaseUrl: database.url }), log });
+  } finally {
+    await database?.dispose();
+  }
   process.stdout.write(`\n${table(report)}\n`);
   for (const problem of report.problems) process.stdout.write(`\nFAILED: ${problem}\n`);
   return report.problems.length === 0 ? 0 : 1;

@@ -1,10 +1,12 @@
-import type { LimitsPort } from '../storage/store.js';
-
 /**
- * Small values that every process changes under one lock: the store's shared records, or one
- * process's own when there is no store (a lookup provider used on its own, unit tests).
+ * Small values that every process changes under one lock: the store's shared records (LimitsPort
+ * in src/storage/store.ts, which says what the lock promises), or one process's own when there is
+ * no store (a lookup provider used on its own, unit tests).
  */
-export type SharedRecords = Pick<LimitsPort, 'readShared' | 'updateShared'>;
+export interface SharedRecords {
+  readShared(name: string): Promise<string | undefined>;
+  updateShared<T>(name: string, change: (value: string | undefined) => { value: string | undefined; result: T }): Promise<T>;
+}
 
 /** The shared records of one process: correct for it alone, shared with nothing. */
 export class ProcessRecords implements SharedRecords {

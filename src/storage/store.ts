@@ -1,3 +1,4 @@
+import type { SharedRecords } from '../shared/shared-records.js';
 import type { JobStatus } from './job-states.js';
 import type { BatchOutput, ChunkRecord, JobOptions, JobRecord, Lease, RowCounters, StoredOutput } from './job-records.js';
 import type {
@@ -371,7 +372,7 @@ export interface CompaniesPort {
  *   state whose every change depends on the last one (a circuit breaker, a rate window, a setting
  *   all processes must agree on).
  */
-export interface LimitsPort {
+export interface LimitsPort extends SharedRecords {
   /**
    * Takes up to `want` slots of `name` that no one holds (or whose holder let them expire) for
    * `holder` until `expiresAt`, and returns their numbers, fewer or none when the rest are held.
