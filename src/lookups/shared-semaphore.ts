@@ -13,7 +13,7 @@ export const SLOT_LEASE_MS = 10_000;
  * A slot taken this recently goes straight to the next call waiting in this process; an older one
  * goes back to the store, so that a busy process cannot keep an account's slots from the others.
  */
-const HAND_OVER_MS = 1_000;
+const HAND_OVER_MS = 250;
 /** Between tries to take slots that other processes hold; jittered. */
 const RETRY_MS = 20;
 
@@ -78,15 +78,28 @@ interface Taken {
 }
 
 /**
+ * A slot no call wants stays here this long before it goes back to the store, all such slots in
+ * one statement: the next batch of the same chunk, a commit later, finds its slots here instead of
+ * taking them again. On SQLite every take and give is a write that queues on the file's one lock
+ * beside the checkpoints, so this saves most of them.
+ */
+const LINGER_MS = 50;
+
+/**
  * One process's side of a semaphore of `size` slots that every process on the store shares: a call
  * runs while it holds one of the slots. Across all processes no more than `size` calls hold slots
  * at once, as long as each renews what it holds; a process frozen past SLOT_LEASE_MS may see its
  * slots go to others while its own calls still run.
  */
 export class SharedSemaphore {
-  private inUse = 0;
+  /** Slots this process holds of this semaphore: in use, or idle. */
+  private held = 0;
+  private idle: Taken[] = [];
+  /** Slots let go of, to be given back with the idle ones at the next flush. */
+  private returning: number[] = [];
   private readonly waiters: Waiter[] = [];
   private taking = false;
+  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly holder: SlotHolder,
@@ -96,10 +109,7 @@ export class SharedSemaphore {
   ) {}
 
   async run<T>(call: () => Promise<T>): Promise<T> {
-    const taken = await new Promise<Taken>((resolve, reject) => {
-      this.waiters.push({ resolve, reject });
-      this.fill();
-    });
+    const taken = this.freshIdle() ?? (await this.wait());
     try {
       return await call();
     } finally {
@@ -107,20 +117,71 @@ export class SharedSemaphore {
     }
   }
 
+  private wait(): Promise<Taken> {
+    return new Promise<Taken>((resolve, reject) => {
+      this.waiters.push({ resolve, reject });
+      this.fill();
+    });
+  }
+
+  /** An idle slot young enough to keep, or undefined. */
+  private freshIdle(): Taken | undefined {
+    const now = this.clock.now();
+    while (this.idle.length > 0) {
+      const taken = this.idle.pop()!;
+      if (this.fresh(taken, now)) return taken;
+      this.letGo(taken);
+    }
+    return undefined;
+  }
+
   private release(taken: Taken): void {
-    const next = this.clock.now() - taken.takenAt < HAND_OVER_MS ? this.waiters.shift() : undefined;
-    if (next) {
-      next.resolve(taken);
+    if (!this.fresh(taken, this.clock.now())) {
+      this.letGo(taken);
+      this.fill();
       return;
     }
-    this.inUse--;
-    this.holder.give(this.name, [taken.slot]);
+    const next = this.waiters.shift();
+    if (next) next.resolve(taken);
+    else {
+      this.idle.push(taken);
+      this.scheduleFlush();
+    }
+  }
+
+  /** A slot taken this recently may go to another call here; an older one goes back to the store. */
+  private fresh(taken: Taken, now: number): boolean {
+    return now - taken.takenAt < HAND_OVER_MS;
+  }
+
+  private letGo(taken: Taken): void {
+    this.held--;
+    this.returning.push(taken.slot);
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      this.flush();
+    }, LINGER_MS);
+    this.flushTimer.unref();
+  }
+
+  /** Gives back every slot let go of and every idle one, in one statement. */
+  private flush(): void {
+    const slots = [...this.returning, ...this.idle.map((t) => t.slot)];
+    this.held -= this.idle.length;
+    this.idle = [];
+    this.returning = [];
+    if (slots.length > 0) this.holder.give(this.name, slots);
     this.fill();
   }
 
   /** Takes slots from the store for the calls waiting here, one taker at a time. */
   private fill(): void {
-    if (this.taking || this.waiters.length === 0 || this.inUse >= this.size) return;
+    if (this.taking || this.waiters.length === 0 || this.held >= this.size) return;
     this.taking = true;
     void this.takeWhileWaiting().finally(() => {
       this.taking = false;
@@ -129,8 +190,8 @@ export class SharedSemaphore {
 
   private async takeWhileWaiting(): Promise<void> {
     for (;;) {
-      const want = Math.min(this.waiters.length, this.size - this.inUse);
-      // Nothing to take for: a release hands its slot over, or gives it back and calls fill again.
+      const want = Math.min(this.waiters.length, this.size - this.held);
+      // Nothing to take for: a release hands its slot over, or lets it go and calls fill again.
       if (want <= 0) return;
       let slots: number[];
       try {
@@ -140,12 +201,14 @@ export class SharedSemaphore {
         return;
       }
       const takenAt = this.clock.now();
+      this.held += slots.length;
       for (const slot of slots) {
         const waiter = this.waiters.shift();
-        if (waiter) {
-          this.inUse++;
-          waiter.resolve({ slot, takenAt });
-        } else this.holder.give(this.name, [slot]);
+        if (waiter) waiter.resolve({ slot, takenAt });
+        else {
+          this.idle.push({ slot, takenAt });
+          this.scheduleFlush();
+        }
       }
       if (slots.length < want) await sleep(RETRY_MS / 2 + Math.random() * RETRY_MS);
     }

@@ -57,7 +57,10 @@ describe.each(TEST_STORES)("an account's remote lookups in flight, from three wo
     expect(together.maxInFlight, `more requests out at once than the account's limit: ${figures}`).toBeLessThanOrEqual(LIMIT);
     expect(together.maxInFlight, `the limit was never reached: ${figures}`).toBeGreaterThanOrEqual(LIMIT - 1);
     for (const p of perProcess) expect(p.requests, `a worker sent no request: ${figures}`).toBeGreaterThan(0);
-    expect(together.mostProcessesAtOnce, `the processes never had requests out at the same time: ${figures}`).toBeGreaterThanOrEqual(2);
+    // Not asserted: that two processes had requests out at the same moment. A process keeps the
+    // slots it took for 250 ms, handing them from call to call, and lets them go together, so the
+    // slots tend to move between processes as a set; with process-local limits the three overlap
+    // and reach 12 (see ARCHITECTURE.md, where each limit lives).
     // What per-process limits would have allowed: each process's own peak, all at once.
     const perProcessSum = perProcess.reduce((sum, p) => sum + p.maxInFlight, 0);
     expect(perProcessSum, `the processes did not press on the limit each: ${figures}`).toBeGreaterThan(LIMIT);
@@ -201,6 +204,51 @@ describe.each(TEST_STORES)("a remote provider's circuit breaker, in two worker p
     expect(service.stats.requests, `as many requests as separate breakers would send: ${figures}`).toBeLessThan(PROCESSES * THRESHOLD);
     expect(service.stats.requests, figures).toBeGreaterThanOrEqual(THRESHOLD);
   }, 60_000);
+});
+
+describe.each(TEST_STORES)('fair share between accounts, with two worker processes of one slot each, on %s', (store) => {
+  const scope = reliabilityScope(store);
+  const BIG_ROWS = 40_000;
+  // Two chunks of the large job fill both processes' one slot; a remote service at 30 ms per request
+  // of 10 keys paces them, so the large job lasts several fair slices.
+  const ENV = {
+    SLUICE_CHUNK_ROWS: String(BIG_ROWS / 2),
+    SLUICE_BATCH_ROWS: '100',
+    SLUICE_POLL_MS: '20',
+    SLUICE_WORKER_CONCURRENCY: '1',
+    SLUICE_PROVIDER_MAX_BATCH: '10',
+  };
+
+  it("run another account's small job while the large one still has most of its rows to go", async () => {
+    const dir = scratchDir('sluice-fair-share-');
+    const simulator = await startProviderSimulator({ latencyMs: 30 });
+    scope.closers.push(() => simulator.close());
+    const env = { ...ENV, ...(await scope.engines.env()), SLUICE_GENDER_PROVIDER_URL: simulator.url };
+    const dataDir = path.join(dir, 'data');
+    const host = await scope.engines.open({ ...env, SLUICE_DATA_DIR: dataDir });
+    for (const id of ['big', 'small']) await host.deps.billing.createAccount({ id, credits: GRANT, now: Date.now() });
+    const submit = async (accountId: string, rows: number, seed: number) => {
+      const input = await writeGenderCsv(dir, `${accountId}.csv`, { rows, seed, pool: 1_000_000_000 });
+      return (await host.jobService.submit({ accountId, type: 'gender', body: fs.createReadStream(input), inputName: `${accountId}.csv`, options: {} })).id;
+    };
+    const db = scope.peek(dataDir, env);
+    const workers = [0, 1].map(() => spawnCli(['worker'], cliEnv(dataDir, { ...env, SLUICE_LOG_LEVEL: 'warn' })));
+    await Promise.all(workers.map((w) => workerReady(w)));
+
+    const bigJob = await submit('big', BIG_ROWS, 170);
+    // Both processes in a chunk of the large job before the small one arrives: no slot is free.
+    const busy = await samplesUntil(async () => new Set((await chunkOwners(db)).map(pidOf)).size === 2, 30_000);
+    expect(busy, stderrOf(workers)).toBe(true);
+    const smallJob = await submit('small', 300, 171);
+    expect(await jobEnd(db, smallJob, workers, 60_000), stderrOf(workers)).toBe('completed');
+    const big = (await db.get<{ status: string; processed_rows: number }>('SELECT status, processed_rows FROM jobs WHERE id = ?', [bigJob]))!;
+
+    // Without the hand-over the small job would wait for a chunk of 20,000 rows to end: the large
+    // job would be half done at least, and as both chunks run side by side, nearly done.
+    expect(big.status, JSON.stringify(big)).toBe('running');
+    expect(big.processed_rows, JSON.stringify(big)).toBeLessThan(BIG_ROWS * 0.75);
+    expect(await jobEnd(db, bigJob, workers, 120_000), stderrOf(workers)).toBe('completed');
+  }, 180_000);
 });
 
 /**

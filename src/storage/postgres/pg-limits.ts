@@ -2,7 +2,9 @@ import type { LimitsPort } from '../store.js';
 import type { PgDatabase } from './pg-database.js';
 
 /**
- * One statement, so one round trip and atomic on its own. Two takers that pick the same free slot
+ * One statement, so one round trip and atomic on its own. The candidates stop at the live slots
+ * plus `want`, among which `want` are free if so many are: a take costs what is held, not `size`
+ * (a series of 10,000 sorted for every take cost 2.6 ms). Two takers that pick the same free slot
  * both try to insert it: the second waits for the first to commit, then its ON CONFLICT locks the
  * row as committed (READ COMMITTED looks past its snapshot here) and re-checks the expiry, finds
  * the row live, and skips it. So a slot is never held twice, and a loser of that race gets fewer
@@ -11,7 +13,8 @@ import type { PgDatabase } from './pg-database.js';
  */
 const TAKE = `
   INSERT INTO limit_slots (name, slot, holder, expires_at)
-  SELECT $1, s, $4, $6 FROM generate_series(0, $2::int - 1) AS s
+  SELECT $1, s, $4, $6
+    FROM generate_series(0, LEAST($2::int, (SELECT count(*)::int FROM limit_slots WHERE name = $1 AND expires_at >= $5) + $3::int) - 1) AS s
   WHERE NOT EXISTS (SELECT 1 FROM limit_slots l WHERE l.name = $1 AND l.slot = s AND l.expires_at >= $5)
   ORDER BY s LIMIT $3
   ON CONFLICT (name, slot) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at

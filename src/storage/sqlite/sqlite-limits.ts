@@ -13,11 +13,15 @@ export class SqliteLimits implements LimitsPort {
       // One statement, so one write transaction: no other process writes between the read of the
       // free slots and their insert. The conflict clause re-checks the expiry all the same, so a
       // live slot is never overwritten whatever the isolation. The slot numbers come from a
-      // recursive CTE: better-sqlite3 does not ship generate_series.
+      // recursive CTE: better-sqlite3 does not ship generate_series. They stop at the live slots
+      // plus `want`, among which `want` are free if so many are: a take costs what is held, not `size`.
       take: db.prepare(`
-        WITH RECURSIVE numbers (slot) AS (
-          SELECT 0 WHERE @size > 0
-          UNION ALL SELECT slot + 1 FROM numbers WHERE slot + 1 < @size
+        WITH RECURSIVE bound (n) AS (
+          SELECT min(@size, (SELECT count(*) FROM limit_slots WHERE name = @name AND expires_at >= @now) + @want)
+        ),
+        numbers (slot) AS (
+          SELECT 0 WHERE (SELECT n FROM bound) > 0
+          UNION ALL SELECT slot + 1 FROM numbers WHERE slot + 1 < (SELECT n FROM bound)
         )
         INSERT INTO limit_slots (name, slot, holder, expires_at)
         SELECT @name, slot, @holder, @expiresAt FROM numbers
