@@ -4,8 +4,9 @@
  *   node dist/bench/run-bench.js [--rows N] [--runs K] [--scenarios engine,floor,...] [--out bench/RESULTS.md]
  *                                [--env SLUICE_X=V ...] [--node-arg=--flag ...] [--keep]
  *
- * Scenarios: engine, floor, repeat, memory, resume, upload, remote, profile, postgres (all by default;
- * postgres runs the engine and repeat scenarios again on a PostgreSQL server the bench starts).
+ * Scenarios: engine, floor, repeat, memory, resume, upload, remote, profile, postgres, scale-out (all by
+ * default; postgres runs the engine and repeat scenarios again on a PostgreSQL server the bench starts;
+ * scale-out runs one remote-bound job on 1, 2, 4 and 8 worker processes sharing one PostgreSQL and S3).
  * Every engine job runs in a child process of its own (dist/bench/engine-run.js) on a fresh temp
  * data dir with the embedded S3 server, so that its RSS and CPU are its own. Inputs come from
  * generateGenderCsv (seed 42, 10% duplicates, 3% invalid; the remote scenario's: all distinct and
@@ -28,10 +29,11 @@ import { profileFinding, profileScenario } from './scenario-profile.js';
 import { remoteFindings, remoteScenario } from './scenario-remote.js';
 import { repeatFinding, repeatScenario } from './scenario-repeat.js';
 import { resumeScenario } from './scenario-resume.js';
+import { scaleOutFinding, scaleOutScenario } from './scenario-scale-out.js';
 import { uploadFinding, uploadScenario } from './scenario-upload.js';
 
 const USAGE = `usage: node dist/bench/run-bench.js [options]
-  --rows N           rows of the generated input (default 1000000; remote uses at most 100000)
+  --rows N           rows of the generated input (default 1000000; remote uses at most 100000, scale-out 24000)
   --profile-rows N   rows of the profiled run (default 100000, at most --rows)
   --runs K           runs of the short scenarios (default: 3 for floor, 1 for the engine ones)
   --scenarios LIST   comma-separated, of ${SCENARIOS.join(', ')}
@@ -161,8 +163,8 @@ async function main(): Promise<number> {
   const findings: string[] = [];
 
   try {
-    // The remote scenario makes its own input (distinct addresses); the others share this one.
-    if ([...scenarios].some((s) => s !== 'remote')) {
+    // The remote and scale-out scenarios make their own input (distinct addresses); the others share this one.
+    if ([...scenarios].some((s) => s !== 'remote' && s !== 'scale-out')) {
       log(`temp dir ${tmp}; generating ${rowsText(rows)} rows`);
       await ctx.bench.input(rows);
     } else log(`temp dir ${tmp}`);
@@ -176,6 +178,7 @@ async function main(): Promise<number> {
     const remote = wants('remote') ? await remoteScenario(ctx) : undefined;
     const profiled = wants('profile') ? await profileScenario(ctx) : undefined;
     const postgres = wants('postgres') ? await postgresScenario(ctx, ef, ef.floorMs, repeat?.second) : undefined;
+    const scaleOut = wants('scale-out') ? await scaleOutScenario(ctx) : undefined;
 
     const runs = runsSection(rows, ef, repeat?.second);
     if (runs) ctx.sections.push(runs);
@@ -186,6 +189,7 @@ async function main(): Promise<number> {
     if (uploads.length > 0) findings.push(uploadFinding(uploads));
     if (remote) findings.push(...remoteFindings(remote));
     if (postgres) findings.push(postgresFinding(postgres, ef.engineMid));
+    if (scaleOut) findings.push(scaleOutFinding(scaleOut));
   } finally {
     await cleanup();
   }

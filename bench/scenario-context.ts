@@ -11,7 +11,7 @@ import type { EngineResult, EngineStaged } from './engine-run.js';
 import type { FloorResult } from './floor-run.js';
 import { fmt, MiB, type Row } from './report.js';
 
-export const SCENARIOS = ['engine', 'floor', 'repeat', 'memory', 'resume', 'upload', 'remote', 'profile', 'postgres'] as const;
+export const SCENARIOS = ['engine', 'floor', 'repeat', 'memory', 'resume', 'upload', 'remote', 'profile', 'postgres', 'scale-out'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export const TARGETS = {

@@ -88,4 +88,24 @@ describe('the benchmark harness', () => {
     const ours = leftovers.filter((name) => result.stderr.includes(path.join(os.tmpdir(), name)));
     expect(ours).toEqual([]);
   }, 180_000);
+
+  it('runs scale-out on 1, 2, 4 and 8 worker processes at 200 rows and writes its row and table', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-smoke-'));
+    dirs.push(dir);
+    const out = path.join(dir, 'RESULTS.md');
+    const result = await runBench(['--rows', '200', '--scenarios', 'scale-out', '--out', out]);
+    expect(result.code, result.stderr.slice(-3000)).toBe(0);
+
+    const text = fs.readFileSync(out, 'utf8');
+    const row = tableRows(text).get('scale-out');
+    expect(row, `no row for scale-out in:\n${text}`).toBeDefined();
+    expect(['met', 'met (and the aim)', 'NOT met']).toContain(row!.met);
+    expect(row!.figure).toMatch(/^\d+\.\d+× at 8 workers \([\d,]+ rows\/s\)$/);
+    expect(row!.detail).toContain('every run completed with 200 rows processed');
+    // One line per worker count, each with its own figures.
+    for (const workers of [1, 2, 4, 8]) expect(text).toMatch(new RegExp(`^\\| ${workers} \\| 200 \\| [\\d.]+ s \\| [\\d,]+ \\| \\d+\\.\\d+× \\|`, 'm'));
+
+    const leftovers = fs.readdirSync(os.tmpdir()).filter((name) => name.startsWith('sluice-bench-') && !name.startsWith('sluice-bench-smoke-'));
+    expect(leftovers.filter((name) => result.stderr.includes(path.join(os.tmpdir(), name)))).toEqual([]);
+  }, 120_000);
 });
