@@ -10,10 +10,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { ensureEmbeddedS3 } from '../src/storage/s3/embedded-s3-server.js';
 import type { Child } from './children.js';
-import { startPostgres } from './postgres-server.js';
+import { createDatabase, dropDatabase, startPostgres } from './postgres-server.js';
 
 /** Settings every machine and the chaos process's own engine get, to share one store. */
 export type SharedSettings = Record<string, string>;
@@ -62,37 +61,24 @@ export interface ChaosDatabase {
 export async function chaosDatabase(serverUrl: string | undefined): Promise<ChaosDatabase> {
   const server = serverUrl === undefined ? await startPostgres() : undefined;
   const admin = serverUrl ?? server!.url;
-  const name = `sluice_chaos_${randomBytes(4).toString('hex')}`;
+  let url: string;
   try {
-    await adminQuery(admin, `CREATE DATABASE "${name}"`);
+    url = await createDatabase(admin, 'sluice_chaos');
   } catch (e: unknown) {
     await server?.stop();
     throw e;
   }
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
   return {
-    url: url.toString(),
-    origin: server ? 'bundled PostgreSQL started for this run' : `${url.host} (given)`,
+    url,
+    origin: server ? 'bundled PostgreSQL started for this run' : `${new URL(admin).host} (given)`,
     async dispose() {
       try {
-        await adminQuery(admin, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        await dropDatabase(admin, url);
       } finally {
         await server?.stop();
       }
     },
   };
-}
-
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
 
 /** How a machine gets a host name of its own: `unshare` as root, in a user namespace otherwise, or not at all. */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { execFileSync, spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -278,5 +279,32 @@ function readTail(file: string): string {
     return fs.readFileSync(file, 'utf8').slice(-4_000);
   } catch {
     return '(no log)';
+  }
+}
+
+/** A new, empty database on the server; its URL. Sluice's migrations run when the first process opens it. */
+export async function createDatabase(serverUrl: string, prefix: string): Promise<string> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  await adminQuery(serverUrl, `CREATE DATABASE "${name}"`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Drops a database createDatabase made, closing whatever connections are still on it. */
+export async function dropDatabase(serverUrl: string, databaseUrl: string): Promise<void> {
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
+  await adminQuery(serverUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+}
+
+async function adminQuery(serverUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  // A server that goes away under the client would otherwise throw from an 'error' event.
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
   }
 }

@@ -47,9 +47,9 @@ export async function startSharedS3(dir: string): Promise<SharedS3> {
   return { child, env: { ...keys, SLUICE_S3_ENDPOINT: endpoint!, SLUICE_S3_BUCKET: 'sluice' } };
 }
 
-export async function startSimulator(latencyMs: number, full: number): Promise<{ child: Child; url: string }> {
+export async function startSimulator(latencyMs: number, full: number, env: NodeJS.ProcessEnv = childEnv(undefined, {})): Promise<{ child: Child; url: string }> {
   let url: string | undefined;
-  const child = startNode(REMOTE_SIMULATOR, ['--latency-ms', String(latencyMs), '--full', String(full)], childEnv(undefined, {}), {
+  const child = startNode(REMOTE_SIMULATOR, ['--latency-ms', String(latencyMs), '--full', String(full)], env, {
     onJson: (v) => {
       if (v.event === 'listening') url = (v as unknown as SimulatorListening).url;
     },
@@ -62,21 +62,6 @@ export async function startSimulator(latencyMs: number, full: number): Promise<{
 export async function stopSimulator(child: Child): Promise<SimulatorReport> {
   await stopChild(child);
   return lastEvent<SimulatorReport>(child.stdout(), 'stats');
-}
-
-/** A new, empty database on the server; its URL. Sluice's migrations run when the first process opens it. */
-export async function createDatabase(serverUrl: string, prefix: string): Promise<string> {
-  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    await client.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await client.end();
-  }
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
 }
 
 /**

@@ -3,10 +3,8 @@
  * way as on SQLite, against a PostgreSQL server the bench starts itself (the bundled binaries, on
  * loopback). Each run gets a database of its own; the repeat reuses the first run's.
  */
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import type { EngineResult } from './engine-run.js';
-import { startPostgres, type PostgresServer } from './postgres-server.js';
+import { createDatabase, startPostgres, type PostgresServer } from './postgres-server.js';
 import { fmt, verdict } from './report.js';
 import { phaseText, rate, rowsText, TARGETS, type BenchContext } from './scenario-context.js';
 import type { EngineFloor } from './scenario-engine.js';
@@ -63,20 +61,6 @@ export async function postgresScenario(ctx: BenchContext, ef: EngineFloor, floor
   } finally {
     await server?.stop();
   }
-}
-
-async function createDatabase(serverUrl: string, prefix: string): Promise<string> {
-  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    await client.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await client.end();
-  }
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
 }
 
 export function postgresFinding(r: PostgresResult, sqlite: EngineResult | undefined): string {

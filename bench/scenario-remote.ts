@@ -9,13 +9,14 @@
  * 64 one-key lookups at a time, no engine) says what this machine allows at that moment.
  */
 import { SETTINGS } from '../src/config/load-config.js';
-import { lastEvent, REMOTE_SIMULATOR, REMOTE_TRANSPORT, runNode, startNode, stopChild, tail, type Child } from './children.js';
+import { lastEvent, REMOTE_TRANSPORT, runNode, stopChild } from './children.js';
 import type { EngineResult } from './engine-run.js';
-import type { SimulatorListening, SimulatorReport } from './remote-simulator.js';
+import type { SimulatorReport } from './remote-simulator.js';
 import { meanRequestMs, windowStats, type WindowStats } from './remote-timeline.js';
 import type { TransportResult } from './remote-transport.js';
 import { fmt, verdict } from './report.js';
 import { cores, cpuMs, median, medianRun, phases, rate, rowsText, TARGETS, type BenchContext } from './scenario-context.js';
+import { startSimulator, stopSimulator } from './scale-out-services.js';
 
 export const REMOTE = {
   latencyMs: 20,
@@ -57,33 +58,8 @@ export interface RemoteResult {
 
 const efficiency = (rowsPerS: number): number => rowsPerS / IDEAL_ROWS_PER_S;
 
-async function startSimulator(ctx: BenchContext): Promise<{ child: Child; url: string }> {
-  let url: string | undefined;
-  const child = startNode(REMOTE_SIMULATOR, ['--latency-ms', String(REMOTE.latencyMs), '--full', String(REMOTE.inFlight)], ctx.bench.env(undefined), {
-    onJson: (v) => {
-      if (v.event === 'listening') url = (v as unknown as SimulatorListening).url;
-    },
-  });
-  const deadline = Date.now() + 30_000;
-  while (url === undefined) {
-    if (child.child.exitCode !== null || child.child.signalCode !== null) throw new Error(`the provider simulator exited before listening:\n${tail(child.stderr())}`);
-    if (Date.now() > deadline) {
-      await stopChild(child);
-      throw new Error(`the provider simulator was not listening after 30 s:\n${tail(child.stderr())}`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return { child, url };
-}
-
-/** SIGTERM makes the simulator print its counters and timeline, then exit. */
-async function stopSimulator(child: Child): Promise<SimulatorReport> {
-  await stopChild(child);
-  return lastEvent<SimulatorReport>(child.stdout(), 'stats');
-}
-
 async function transportRun(ctx: BenchContext, keys: number): Promise<TransportRun> {
-  const { child, url } = await startSimulator(ctx);
+  const { child, url } = await startSimulator(REMOTE.latencyMs, REMOTE.inFlight, ctx.bench.env(undefined));
   try {
     const out = await runNode(REMOTE_TRANSPORT, ['--url', url, '--keys', String(keys), '--in-flight', String(REMOTE.inFlight)], ctx.bench.env(undefined));
     return { result: lastEvent<TransportResult>(out, 'result'), simulator: await stopSimulator(child) };
@@ -96,7 +72,7 @@ async function engineRun(ctx: BenchContext, rows: number): Promise<RemoteRun> {
   const { bench } = ctx;
   const dir = bench.freshDir('remote');
   const staged = await bench.stage(dir, rows, 'distinct');
-  const { child, url } = await startSimulator(ctx);
+  const { child, url } = await startSimulator(REMOTE.latencyMs, REMOTE.inFlight, ctx.bench.env(undefined));
   try {
     const result = await bench.run(dir, staged.jobId, rows, [], { ...FORMULA_ENV, SLUICE_GENDER_PROVIDER_URL: url });
     const simulator = await stopSimulator(child);

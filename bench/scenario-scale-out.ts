@@ -18,14 +18,13 @@ import os from 'node:os';
 import pg from 'pg';
 import { JOB_PHASES, JOB_STATUSES, TERMINAL_STATUSES, type JobStatus } from '../src/storage/job-states.js';
 import { stopChild, type Child } from './children.js';
-import { startPostgres, type PostgresServer } from './postgres-server.js';
+import { createDatabase, startPostgres, type PostgresServer } from './postgres-server.js';
 import type { SimulatorReport } from './remote-simulator.js';
 import { hrtimeUs, windowStats } from './remote-timeline.js';
 import { fmt, markdownTable } from './report.js';
 import { rate, rowsText, type BenchContext } from './scenario-context.js';
 import {
   cpuMsOf,
-  createDatabase,
   descendantsCpuMs,
   machineTicks,
   peekJob,
