@@ -58,7 +58,7 @@ describe.each(TEST_STORES)("an account's remote lookups in flight, from three wo
     expect(together.maxInFlight, `the limit was never reached: ${figures}`).toBeGreaterThanOrEqual(LIMIT - 1);
     for (const p of perProcess) expect(p.requests, `a worker sent no request: ${figures}`).toBeGreaterThan(0);
     // Not asserted: that two processes had requests out at the same moment. A process keeps the
-    // slots it took for 250 ms, handing them from call to call, and lets them go together, so the
+    // slots it took for a second, handing them from call to call, and lets them go together, so the
     // slots tend to move between processes as a set; with process-local limits the three overlap
     // and reach 12 (see ARCHITECTURE.md, where each limit lives).
     // What per-process limits would have allowed: each process's own peak, all at once.
