@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { importBreaches } from '../../src/cli/import-command.js';
-import { bearer, closeHarnesses, json, multipart, newAccount, openApiHarness, runUntilDone, type ApiHarness } from '../support/api-harness.js';
+import { addKey, bearer, closeHarnesses, json, multipart, newAccount, openApiHarness, runUntilDone, type ApiHarness } from '../support/api-harness.js';
 import { resultRecords } from '../support/csv-fixture.js';
 
 const BREACHES = 'phone,breach,breached_at\n+49301234567,Acme,2019-05-01\n+49301234567,Globex,2021-02-03\n+14155552671,Hooli,2024-03-01\n';
@@ -106,6 +106,24 @@ describe('/api/phone-jobs', () => {
     expect(response.statusCode).toBe(status);
     expect(json(response).error).toContain(field);
     expect((await h.engine.deps.jobs.list({ accountId: id, limit: 10, offset: 0 })).total).toBe(0);
+  });
+
+  // Proved by a body that is not JSON at all: parsed first, it would be a 400 for malformed JSON.
+  it('refuses a JSON list before parsing it when the account has no credits (402) or the key may not write (403)', async () => {
+    const h = await harness();
+    const broke = await newAccount(h, { credits: 0 });
+    const asJson = { ...bearer(broke.key), 'content-type': 'application/json' };
+    const unpaid = await h.app.inject({ method: 'POST', url: '/api/phone-jobs', headers: asJson, payload: '{"feature": "breaches", "numbers": ["+1415' });
+    expect(unpaid.statusCode, unpaid.body).toBe(402);
+    expect(json(unpaid).code).toBe('insufficient_credits');
+
+    const paying = await newAccount(h, { credits: 100 });
+    const { key: readonly } = await addKey(h, paying.id, 'readonly');
+    const forbidden = await h.app.inject({ method: 'POST', url: '/api/phone-jobs', headers: { ...bearer(readonly), 'content-type': 'application/json' }, payload: '{"feature": ' });
+    expect(forbidden.statusCode, forbidden.body).toBe(403);
+    // A paying, writing key still gets the parser's answer to a broken body.
+    const malformed = await h.app.inject({ method: 'POST', url: '/api/phone-jobs', headers: { ...bearer(paying.key), 'content-type': 'application/json' }, payload: '{"feature": ' });
+    expect(malformed.statusCode, malformed.body).toBe(400);
   });
 
   it('answers 400 without an id and 404 for another account\'s job', async () => {
