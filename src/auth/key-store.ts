@@ -7,6 +7,22 @@ import { randomToken, sameHash, seal, sha256, unseal } from './secrets.js';
 export const ROLES = { admin: 'admin', tech: 'tech', readonly: 'readonly' } as const;
 export type Role = (typeof ROLES)[keyof typeof ROLES];
 
+const RANK: Record<Role, number> = { readonly: 0, tech: 1, admin: 2 };
+
+/**
+ * True when `target` stands above `actor`: a key may never act on such a key, or a leaked tech key
+ * could disable the admin keys that would revoke it, or re-enable an admin key disabled after a leak.
+ */
+export function outranks(target: Role, actor: Role): boolean {
+  return RANK[target] > RANK[actor];
+}
+
+/**
+ * How often a long-running API process drops sealed copies whose reveal window has ended, whether
+ * or not anyone asked: the longest a copy outlives its window while the API runs.
+ */
+export const SEAL_SWEEP_MS = 60_000;
+
 /** Every key starts with this, so leaked keys are easy to find in logs and code scans. */
 export const KEY_PREFIX = 'sluice_';
 const SECRET_LENGTH = 32;
@@ -42,6 +58,8 @@ export class KeyStore {
   async create(input: { accountId: string; name: string; role: Role; now: number }): Promise<{ key: ApiKey; secret: string }> {
     const secret = `${KEY_PREFIX}${randomToken(SECRET_LENGTH)}`;
     const id = randomUUID();
+    // With reveals switched off (a zero window) no sealed copy is written at all: it could only leak.
+    const revealable = this.revealWindowMs > 0;
     await this.keys.insert({
       id,
       accountId: input.accountId,
@@ -49,11 +67,18 @@ export class KeyStore {
       keyHash: sha256(secret),
       keyPrefix: secret.slice(0, PREFIX_LENGTH),
       role: input.role,
-      sealed: seal(secret, this.sealKey),
+      sealed: revealable ? seal(secret, this.sealKey) : null,
       revealUntil: input.now + this.revealWindowMs,
       now: input.now,
     });
+    // Creation is rare and a process that only ever creates keys (the CLI) sweeps nowhere else.
+    await this.forgetExpiredSeals(input.now);
     return { key: (await this.get(id))!, secret };
+  }
+
+  /** Drops every sealed copy past its reveal window, so a backup of the data holds no live key. */
+  async forgetExpiredSeals(now: number): Promise<number> {
+    return this.keys.forgetExpiredSeals(now);
   }
 
   async get(id: string): Promise<ApiKey | undefined> {

@@ -284,6 +284,11 @@ export interface KeysPort {
   revoke(id: string, now: number): Promise<boolean>;
   /** Drops the sealed copy once the reveal window is over. */
   forgetSealed(id: string): Promise<void>;
+  /**
+   * Drops every sealed copy whose reveal window ended before `now`, asked for or not, so a copy of
+   * the database taken later holds no recoverable key. One statement; returns how many it dropped.
+   */
+  forgetExpiredSeals(now: number): Promise<number>;
 }
 
 export interface SessionsPort {

@@ -209,21 +209,53 @@ describe('disabling, enabling and revoking', () => {
     expect(json(r)).toEqual({ error: 'bad key' });
   });
 
-  it('needs a non-readonly role to disable or enable; tech may', async () => {
+  it('needs a non-readonly role to disable or enable; tech may, on keys of its own standing or below', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
     const readonly = await addKey(h, a.id, 'readonly');
     const tech = await addKey(h, a.id, 'tech');
-    const target = await addKey(h, a.id, 'admin', 'target');
+    const target = await addKey(h, a.id, 'tech', 'target');
 
     const refused = await h.app.inject({ method: 'PATCH', url: `/api/account/keys?id=${target.keyId}&action=disable`, headers: bearer(readonly.key) });
     expect(refused.statusCode).toBe(403);
     expect(json(refused).error).toBe('Insufficient permissions');
     expect((await use(h, target.key)).statusCode).toBe(200);
 
-    const byTech = await h.app.inject({ method: 'PATCH', url: `/api/account/keys?id=${target.keyId}&action=disable`, headers: bearer(tech.key) });
-    expect(byTech.statusCode).toBe(200);
-    expect((await use(h, target.key)).statusCode).toBe(401);
+    for (const victim of [target, readonly]) {
+      const byTech = await h.app.inject({ method: 'PATCH', url: `/api/account/keys?id=${victim.keyId}&action=disable`, headers: bearer(tech.key) });
+      expect(byTech.statusCode).toBe(200);
+      expect((await use(h, victim.key)).statusCode).toBe(401);
+      const back = await h.app.inject({ method: 'PATCH', url: `/api/account/keys?id=${victim.keyId}&action=enable`, headers: bearer(tech.key) });
+      expect(back.statusCode).toBe(200);
+      expect((await use(h, victim.key)).statusCode).toBe(200);
+    }
+  });
+
+  it('a tech key can neither disable an admin key nor re-enable one an admin disabled (issue 16, item 1)', async () => {
+    const h = await openApiHarness();
+    const a = await newAccount(h);
+    const tech = await addKey(h, a.id, 'tech');
+    const leaked = await addKey(h, a.id, 'admin', 'leaked');
+    const patch = (key: string, id: string, action: string) => h.app.inject({ method: 'PATCH', url: `/api/account/keys?id=${id}&action=${action}`, headers: bearer(key) });
+
+    const disable = await patch(tech.key, a.keyId, 'disable');
+    expect(disable.statusCode).toBe(403);
+    expect(json(disable)).toEqual({ error: 'Insufficient permissions', code: 'forbidden' });
+    expect((await use(h, a.key)).statusCode).toBe(200);
+
+    // The admin disables a key after a leak; the tech key may not bring it back.
+    expect((await patch(a.key, leaked.keyId, 'disable')).statusCode).toBe(200);
+    const enable = await patch(tech.key, leaked.keyId, 'enable');
+    expect(enable.statusCode).toBe(403);
+    expect(json(enable)).toEqual({ error: 'Insufficient permissions', code: 'forbidden' });
+    expect((await use(h, leaked.key)).statusCode).toBe(401);
+    expect((await h.deps.keys.get(leaked.keyId))!.isActive).toBe(false);
+
+    // An admin still acts on every role, a tech key on itself.
+    expect((await patch(a.key, tech.keyId, 'disable')).statusCode).toBe(200);
+    expect((await patch(a.key, tech.keyId, 'enable')).statusCode).toBe(200);
+    expect((await patch(tech.key, tech.keyId, 'disable')).statusCode).toBe(200);
+    expect((await use(h, tech.key)).statusCode).toBe(401);
   });
 
   it('a key revoked by the operator CLI is refused at once by the running server, and cannot be enabled again', async () => {
@@ -259,6 +291,31 @@ describe('disabling, enabling and revoking', () => {
 });
 
 describe('revealing a key', () => {
+  it('is for an admin key, or for the key itself: a tech key cannot read an admin\'s (or another tech key\'s) secret (issue 16, item 1)', async () => {
+    const h = await openApiHarness();
+    const a = await newAccount(h);
+    const freshAdmin = await addKey(h, a.id, 'admin', 'fresh admin');
+    const tech = await addKey(h, a.id, 'tech');
+    const otherTech = await addKey(h, a.id, 'tech', 'other tech');
+    const readonly = await addKey(h, a.id, 'readonly');
+    const reveal = (key: string, id: string) => h.app.inject({ method: 'GET', url: `/api/account/keys/reveal?id=${id}`, headers: bearer(key) });
+
+    for (const target of [freshAdmin, a, otherTech, readonly]) {
+      const refused = await reveal(tech.key, target.keyId);
+      expect({ target: target.keyId, status: refused.statusCode }).toEqual({ target: target.keyId, status: 403 });
+      expect(json(refused)).toEqual({ error: 'Insufficient permissions', code: 'forbidden' });
+      expect(refused.headers['cache-control']).toBe('no-store');
+      expect(refused.body).not.toMatch(/sluice_[A-Za-z0-9]{20,}/);
+    }
+
+    const own = await reveal(tech.key, tech.keyId);
+    expect(own.statusCode).toBe(200);
+    expect(json(own)).toEqual({ key: tech.key });
+    for (const target of [freshAdmin, otherTech, readonly]) {
+      expect(json(await reveal(a.key, target.keyId))).toEqual({ key: target.key });
+    }
+  });
+
   it('shows the full key with Cache-Control: no-store inside the window, and 410 after it, for good', async () => {
     const clock = new FakeClock(Date.now());
     const h = await openApiHarness({ SLUICE_KEY_REVEAL_SECONDS: '900' }, clock);

@@ -79,6 +79,32 @@ describe.each(TEST_STORES)('Store contract on %s: keys, sessions and idempotency
       expect(await store.keys.revoke('key_missing', NOW)).toBe(false);
     });
 
+    it('forgets every sealed copy whose reveal window ended before now, and only those, without a reveal', async () => {
+      await newAccount(store, 0, 'acc_1');
+      await newAccount(store, 0, 'acc_2');
+      await store.keys.insert(key('key_01', 'acc_1', { revealUntil: NOW - 1 }));
+      await store.keys.insert(key('key_02', 'acc_2', { revealUntil: NOW - 600_000 }));
+      // A window ending exactly now is still open: reveal refuses only once revealUntil < now.
+      await store.keys.insert(key('key_03', 'acc_1', { revealUntil: NOW }));
+      await store.keys.insert(key('key_04', 'acc_1', { revealUntil: NOW + 1 }));
+      await store.keys.insert(key('key_05', 'acc_1', { revealUntil: null }));
+
+      expect(await store.keys.forgetExpiredSeals(NOW)).toBe(3);
+      const sealed = async (id: string) => (await store.keys.byId(id))!.sealed;
+      expect(await sealed('key_01')).toBeNull();
+      expect(await sealed('key_02')).toBeNull();
+      expect(await sealed('key_05')).toBeNull();
+      expect(await sealed('key_03')).toBe('sealed_key_03');
+      expect(await sealed('key_04')).toBe('sealed_key_04');
+      // The rest of the row is left as it was: the key still works, only its copy is gone.
+      expect(await store.keys.byId('key_01')).toMatchObject({ isActive: true, revokedAt: null, revealUntil: NOW - 1, keyHash: 'hash_key_01' });
+
+      expect(await store.keys.forgetExpiredSeals(NOW)).toBe(0);
+      expect(await store.keys.forgetExpiredSeals(NOW + 2)).toBe(2);
+      expect(await sealed('key_03')).toBeNull();
+      expect(await sealed('key_04')).toBeNull();
+    });
+
     it('refuses a second key with the same hash', async () => {
       await newAccount(store, 0, 'acc_1');
       await store.keys.insert(key('key_01', 'acc_1'));

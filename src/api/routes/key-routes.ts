@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiKey, Role } from '../../auth/key-store.js';
-import { ROLES } from '../../auth/key-store.js';
+import { outranks, ROLES, SEAL_SWEEP_MS } from '../../auth/key-store.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
@@ -42,6 +42,17 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   // onRequest: the key is checked (and the request counted) before the body is even read.
   app.addHook('onRequest', keyAuth(deps));
 
+  // Sealed copies must not outlive their reveal window in the database (a backup of the data dir
+  // would give them up with the seal key): swept at start and every SEAL_SWEEP_MS while serving,
+  // not only when someone asks to reveal. One UPDATE a minute per API process.
+  const sweepSeals = () => deps.keys.forgetExpiredSeals(deps.engine.clock.now());
+  await sweepSeals();
+  const sweeper = setInterval(() => {
+    sweepSeals().catch((error: unknown) => app.log.warn({ err: error }, 'could not drop expired sealed API keys'));
+  }, SEAL_SWEEP_MS);
+  sweeper.unref();
+  app.addHook('onClose', async () => clearInterval(sweeper));
+
   const ownKey = async (accountId: string, id: string | undefined): Promise<ApiKey> => {
     const key = id ? await deps.keys.get(id) : undefined;
     if (!key || key.accountId !== accountId) throw httpError(404, ERROR_CODES.keyNotFound, 'API key not found');
@@ -66,13 +77,20 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   );
 
   app.get('/api/account/keys', { schema: { tags: ['keys'] } }, async (request) => {
+    await sweepSeals();
     const keys = (await deps.keys.list(request.caller!.accountId)).map(view);
     return { keys, total: keys.length };
   });
 
   app.patch<{ Querystring: { id?: string; action?: string } }>(
     '/api/account/keys',
-    { schema: { tags: ['keys'], querystring: { type: 'object', properties: { id: { type: 'string' }, action: { type: 'string' } } } } },
+    {
+      schema: {
+        tags: ['keys'],
+        description: 'Needs a non-readonly key, and never acts on a key of a higher role than the caller (readonly < tech < admin): 403 `Insufficient permissions`.',
+        querystring: { type: 'object', properties: { id: { type: 'string' }, action: { type: 'string' } } },
+      },
+    },
     async (request) => {
       const { id, action } = request.query;
       if (!id || !action || (action !== 'disable' && action !== 'enable')) {
@@ -80,6 +98,7 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       }
       const caller = requireWritable(request);
       const key = await ownKey(caller.accountId, id);
+      if (outranks(key.role, caller.key.role)) throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
       if (!(await deps.keys.setActive(key.id, action === 'enable'))) throw httpError(409, ERROR_CODES.invalidState, 'API key is revoked');
       return { message: action === 'disable' ? 'API key disabled' : 'API key enabled' };
     },
@@ -87,13 +106,21 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
 
   app.get<{ Querystring: { id?: string } }>(
     '/api/account/keys/reveal',
-    { schema: { tags: ['keys'], querystring: { type: 'object', properties: { id: { type: 'string' } } } } },
+    {
+      schema: {
+        tags: ['keys'],
+        description: 'Only an admin key, or the key itself (its own secret); others get 403 `Insufficient permissions`. 410 once the reveal window is over.',
+        querystring: { type: 'object', properties: { id: { type: 'string' } } },
+      },
+    },
     async (request, reply) => {
       reply.header('Cache-Control', 'no-store');
       const { id } = request.query;
       if (!id || !UUID.test(id)) throw httpError(400, ERROR_CODES.invalidRequest, 'id is required and must be a UUID');
       const caller = requireWritable(request);
       const key = await ownKey(caller.accountId, id);
+      // A tech key that could read a fresh admin key's secret would be an admin key.
+      if (caller.key.role !== ROLES.admin && caller.key.id !== key.id) throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
       return { key: await deps.keys.reveal(key.id, deps.engine.clock.now()) };
     },
   );

@@ -46,4 +46,8 @@ export class PgKeys implements KeysPort {
   async forgetSealed(id: string): Promise<void> {
     await this.db.query('UPDATE api_keys SET sealed = NULL WHERE id = $1', [id]);
   }
+
+  async forgetExpiredSeals(now: number): Promise<number> {
+    return (await this.db.query('UPDATE api_keys SET sealed = NULL WHERE sealed IS NOT NULL AND (reveal_until IS NULL OR reveal_until < $1)', [now])).rowCount;
+  }
 }

@@ -23,6 +23,7 @@ export class SqliteKeys implements KeysPort {
       setActive: db.prepare('UPDATE api_keys SET is_active = ? WHERE id = ? AND revoked_at IS NULL'),
       revoke: db.prepare('UPDATE api_keys SET is_active = 0, revoked_at = ?, sealed = NULL WHERE id = ?'),
       forget: db.prepare('UPDATE api_keys SET sealed = NULL WHERE id = ?'),
+      forgetExpired: db.prepare('UPDATE api_keys SET sealed = NULL WHERE sealed IS NOT NULL AND (reveal_until IS NULL OR reveal_until < ?)'),
     };
   }
 
@@ -55,6 +56,10 @@ export class SqliteKeys implements KeysPort {
 
   async forgetSealed(id: string): Promise<void> {
     this.s.forget.run(id);
+  }
+
+  async forgetExpiredSeals(now: number): Promise<number> {
+    return this.s.forgetExpired.run(now).changes;
   }
 }
 
