@@ -52,6 +52,10 @@ export const ERROR_CODES = {
   keyNotFound: 'key_not_found',
   keyGone: 'key_gone',
   rateLimited: 'rate_limited',
+  /** Login refused before any hash: too many failures for this email or from this address. */
+  tooManyAttempts: 'too_many_attempts',
+  /** More logins waiting for a password hash than the process queues; retry after Retry-After. */
+  serverBusy: 'server_busy',
   payloadTooLarge: 'payload_too_large',
   invalidRequest: 'invalid_request',
   idempotencyConflict: 'idempotency_conflict',

@@ -1,6 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { LoginThrottle, type LoginAttempt } from '../../auth/login-throttle.js';
 import { verifyPassword } from '../../auth/passwords.js';
-import { ERROR_CODES } from '../../shared/errors.js';
+import { ERROR_CODES, isAppError } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { applyRateLimit, bearer } from '../authenticate.js';
 import { httpError } from '../errors.js';
@@ -12,17 +13,36 @@ const loginBody = {
   properties: { email: { type: 'string', maxLength: 320 }, password: { type: 'string', maxLength: 1024 } },
 } as const;
 
+/** Documents the refusals of the login throttle; every body passes through whole. */
+const loginResponses = {
+  200: { description: 'A session token and the user', type: 'object', additionalProperties: true },
+  401: { description: 'Wrong email or password', type: 'object', additionalProperties: true },
+  429: {
+    description: 'too_many_attempts: too many failed logins for this email or from this address; Retry-After gives the seconds to wait',
+    type: 'object',
+    additionalProperties: true,
+  },
+  503: { description: 'server_busy: too many logins waiting for a password hash; Retry-After: 1', type: 'object', additionalProperties: true },
+} as const;
 
 /** Spec 4.1: log in with email and password, then make a key with the session token. */
 export async function authRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  app.post<{ Body: { email: string; password: string } }>('/api/auth/login', { schema: { body: loginBody, tags: ['keys'], security: [] } }, async (request) => {
+  const throttle = new LoginThrottle(deps.engine.store.limits);
+  app.post<{ Body: { email: string; password: string } }>('/api/auth/login', { schema: { body: loginBody, response: loginResponses, tags: ['keys'], security: [] } }, async (request, reply) => {
     const { email, password } = request.body;
+    // Decided before any hash, so that a refused attempt costs the thread pool nothing.
+    const verdict = await throttle.begin(email, request.ip, deps.engine.clock.now());
+    if (!verdict.allowed) {
+      reply.header('Retry-After', verdict.retryAfter);
+      throw httpError(429, ERROR_CODES.tooManyAttempts, 'Too many login attempts; try again later', { retryAfter: verdict.retryAfter });
+    }
     const account = await deps.engine.billing.credentials(email.trim());
     // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
-    const ok = await verifyPassword(password, account?.passwordHash ?? DUMMY_HASH);
+    const ok = await verifyOrWithdraw(password, account?.passwordHash ?? DUMMY_HASH, verdict.attempt, throttle, deps, reply);
     if (!account || !account.passwordHash || !ok || account.status !== 'active') {
       throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
     }
+    await throttle.succeeded(verdict.attempt, deps.engine.clock.now());
     const session = await deps.sessions.create(account.id, deps.engine.clock.now());
     return {
       token: session.token,
@@ -42,6 +62,22 @@ export async function authRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
     const { key, secret } = await deps.keys.create({ accountId, name, role: 'admin', now });
     return { id: key.id, key: secret, name: key.name, created_at: new Date(key.createdAt).toISOString() };
   });
+}
+
+/**
+ * 503 rather than 429 when too many logins wait for a hash: the queue fills from every client
+ * together, so the one turned away is not the one asking too often. The attempt is withdrawn, as
+ * no password was tried.
+ */
+async function verifyOrWithdraw(password: string, hash: string, attempt: LoginAttempt, throttle: LoginThrottle, deps: ApiDeps, reply: FastifyReply): Promise<boolean> {
+  try {
+    return await verifyPassword(password, hash);
+  } catch (e: unknown) {
+    if (!isAppError(e, ERROR_CODES.serverBusy)) throw e;
+    await throttle.withdrawn(attempt, deps.engine.clock.now());
+    reply.header('Retry-After', 1);
+    throw httpError(503, ERROR_CODES.serverBusy, e.message);
+  }
 }
 
 /** scrypt hash of a random password nobody knows; only its cost matters. */
