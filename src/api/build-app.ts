@@ -11,6 +11,7 @@ import { companyRoutes } from './routes/company-routes.js';
 import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
+import { clientTimeouts, guardSlowBodies, type ClientLimits } from './slow-clients.js';
 import { jobRoutes } from './routes/job-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
 import { phoneRoutes } from './routes/phone-routes.js';
@@ -43,15 +44,20 @@ const BULK_UPLOAD_BODY = {
   },
 };
 
-/** Builds the API; never listens, so tests use app.inject() or listen on port 0 themselves. */
-export async function buildApp(deps: ApiDeps, log: Logger): Promise<FastifyInstance> {
+/**
+ * Builds the API; never listens, so tests use app.inject() or listen on port 0 themselves. With
+ * `clientLimits` (what `sluice serve` gives), its server times out slow clients and caps connections.
+ */
+export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: ClientLimits): Promise<FastifyInstance> {
   const app = Fastify({
+    ...(clientLimits ? clientTimeouts(clientLimits) : {}),
     loggerInstance: log as FastifyBaseLogger,
     bodyLimit: JSON_BODY_LIMIT,
     return503OnClosing: true,
     // Bad URLs and the like fail before routing; they still get our error shape.
     frameworkErrors: (error, request, reply) => void sendError(request, reply, shape(error, request.url, log)),
   });
+  if (clientLimits) guardSlowBodies(app.server, clientLimits, log);
   app.setValidatorCompiler(validatorCompiler());
   // While shutting down, answer in-flight requests with Connection: close, so kept-alive
   // sockets do not hold the process open after the last response.

@@ -66,6 +66,10 @@ export interface ApiConfig {
   readonly sessionTtlSeconds: number;
   readonly keyRevealSeconds: number;
   readonly runWorker: boolean;
+  readonly headersTimeoutSeconds: number;
+  readonly bodyIdleSeconds: number;
+  readonly bodyMinBytesPerSecond: number;
+  readonly maxConnections: number;
 }
 
 export interface S3Config {
@@ -132,11 +136,19 @@ export const SETTINGS = {
   providerRetrySeconds: int('SLUICE_PROVIDER_RETRY_SECONDS', 30, 1, 86_400, 'How long a job paused with `provider_unavailable` waits before a worker tries it again.'),
   repeatFreeDays: int('SLUICE_REPEAT_FREE_DAYS', 180, 0, 3650, 'Repeat-free billing window: an address is charged once per account in this many days.'),
   defaultAccountCredits: int('SLUICE_DEFAULT_CREDITS', 1_000_000, 0, 1_000_000_000, 'Credits granted to the `local` account that `sluice run` creates when no --account is given.'),
-  presignExpiresSeconds: int('SLUICE_PRESIGN_EXPIRES_SECONDS', 86_400, 1, 604_800, 'Lifetime of presigned download URLs (S3 allows at most 7 days).'),
+  // An hour, as Kickbox gives: enough to start a download, and a link that leaks from a log, a
+  // webhook receiver or a chat stops working within the hour.
+  presignExpiresSeconds: int('SLUICE_PRESIGN_EXPIRES_SECONDS', 3_600, 1, 604_800, 'Lifetime of presigned download URLs (S3 allows at most 7 days).'),
   maxUploadBytes: int('SLUICE_MAX_UPLOAD_BYTES', 512 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024, 'Largest CSV `POST /api/jobs/bulk` accepts; larger gets 413.'),
   rateLimitPerMinute: int('SLUICE_RATE_LIMIT_PER_MINUTE', 200, 1, 1_000_000, 'API requests per rolling minute per account (all its keys, every API process on the store), unless the account has its own.'),
   sessionTtlSeconds: int('SLUICE_SESSION_TTL_SECONDS', 86_400, 60, 30 * 86_400, 'Lifetime of a login session token.'),
   keyRevealSeconds: int('SLUICE_KEY_REVEAL_SECONDS', 900, 0, 30 * 86_400, 'How long after creation an API key can be revealed again; after that, 410.'),
+  // 20 s for headers and 30 s of silence in a body, as nginx's defaults (60 s) halved; 32 KiB/s
+  // (256 kbit/s, a poor mobile uplink) still takes the largest default upload, 512 MiB, in 4.6 h.
+  headersTimeoutSeconds: int('SLUICE_HEADERS_TIMEOUT_SECONDS', 20, 1, 600, 'Time a client has to send the headers of a request; then 408 and the connection is closed.'),
+  bodyIdleSeconds: int('SLUICE_BODY_IDLE_SECONDS', 30, 1, 3600, 'Longest pause allowed inside a request body, and the time a body has before the minimum rate applies; then 408 and the connection is closed.'),
+  bodyMinBytesPerSecond: int('SLUICE_BODY_MIN_BYTES_PER_SECOND', 32_768, 1, 1024 * 1024 * 1024, 'Slowest average rate, in bytes per second, at which a request body may arrive; a slower one is closed with 408. At this rate the largest upload takes SLUICE_MAX_UPLOAD_BYTES / rate seconds.'),
+  maxConnections: int('SLUICE_MAX_CONNECTIONS', 512, 1, 1_000_000, 'HTTP connections `sluice serve` holds open at once; more are closed as soon as they are accepted. An open upload uses about three file descriptors.'),
   serveWorker: bool('SLUICE_SERVE_WORKER', true, 'Whether `sluice serve` also runs job workers in its own process.'),
   genderProviderUrl: optionalUrl('SLUICE_GENDER_PROVIDER_URL', 'Remote gender lookup service (see "Remote lookup providers"). Unset: the embedded engine.'),
   genderProviderAuth: optionalText('SLUICE_GENDER_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote gender service, e.g. `Bearer ...`.'),
@@ -199,6 +211,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sessionTtlSeconds: read(s.sessionTtlSeconds),
       keyRevealSeconds: read(s.keyRevealSeconds),
       runWorker: read(s.serveWorker),
+      headersTimeoutSeconds: read(s.headersTimeoutSeconds),
+      bodyIdleSeconds: read(s.bodyIdleSeconds),
+      bodyMinBytesPerSecond: read(s.bodyMinBytesPerSecond),
+      maxConnections: read(s.maxConnections),
     },
     providers: {
       gender: { url: read(s.genderProviderUrl), auth: read(s.genderProviderAuth) },

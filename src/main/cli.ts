@@ -12,6 +12,7 @@ import { loadConfig } from '../config/load-config.js';
 import { isAppError, toAppError } from '../shared/errors.js';
 import { createLogger } from '../shared/logger.js';
 import { openEngine, type Engine } from './open-engine.js';
+import { privateDataDir } from './private-data-dir.js';
 
 const USAGE = `Sluice: bulk-enrichment jobs with honest billing and resumable progress.
 
@@ -40,6 +41,13 @@ const COMMANDS: Record<string, Command> = {
   import: importCommand,
 };
 
+// Everything a Sluice process creates is its owner's alone: the database (SQLite gives its -wal
+// and -shm the database's mode), embedded S3 objects (s3rver writes them with default modes) and
+// the port file hold password hashes, addresses, uploads and results. Set before anything is
+// created; files a command writes for the user (`run --out`, `jobs download --out`) hold the same
+// rows, so they are private too. Library code never touches the umask: it is the process's.
+process.umask(0o077);
+
 // Sluice supports Node 20.18+ on purpose; the SDK's notice about its own future Node 22 floor
 // would otherwise open every command's output. An operator can still turn it back on.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -65,6 +73,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = loadConfig(process.env);
   const log = createLogger(config.logLevel);
+  const access = privateDataDir(config.dataDir);
+  if (access === 'tightened') log.info({ dataDir: config.dataDir }, 'data dir made readable by its owner only');
+  if (access === 'shared') log.warn({ dataDir: config.dataDir }, 'data dir is readable by other users and not ours to change; give Sluice a dir of its own');
   const engine = await openEngine(config, log);
   try {
     return await command(engine, args, io);

@@ -1,6 +1,9 @@
 import { Worker } from '../jobs/worker.js';
 import { webhookSender } from '../webhooks/webhooks.js';
-import { openApi } from './open-api.js';
+import { buildApp } from '../api/build-app.js';
+import type { ClientLimits } from '../api/slow-clients.js';
+import type { Config } from '../config/load-config.js';
+import { apiDeps } from './open-api.js';
 import type { Engine } from './open-engine.js';
 import { parseCommand, positiveInt, type CliIo } from '../cli/cli-io.js';
 
@@ -13,7 +16,7 @@ export const SERVE_USAGE = 'sluice serve [--port N] [--host H] [--no-worker]';
 export async function serveCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
   const { values } = parseCommand(args, { port: { type: 'string' }, host: { type: 'string', default: '0.0.0.0' }, 'no-worker': { type: 'boolean', default: false } }, 0);
   const port = positiveInt(values.port as string | undefined, '--port', engine.config.port);
-  const app = await openApi(engine);
+  const app = await buildApp(apiDeps(engine), engine.deps.log, clientLimits(engine.config));
   const address = await app.listen({ port, host: values.host as string });
   const worker = engine.config.api.runWorker && !values['no-worker'] ? new Worker(engine.deps) : undefined;
   const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
@@ -33,4 +36,16 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   const [, [work]] = await Promise.all([app.close(), settled]);
   if (work.status === 'rejected') throw work.reason;
   return 0;
+}
+
+/** The largest body is the upload limit: JSON bodies are capped far below it. */
+function clientLimits(config: Config): ClientLimits {
+  const { api } = config;
+  return {
+    headersTimeoutMs: api.headersTimeoutSeconds * 1000,
+    bodyIdleMs: api.bodyIdleSeconds * 1000,
+    bodyMinBytesPerSecond: api.bodyMinBytesPerSecond,
+    maxBodyBytes: api.maxUploadBytes,
+    maxConnections: api.maxConnections,
+  };
 }

@@ -142,11 +142,12 @@ describe('checkWebhookUrl', () => {
     expect(error.details?.['reason']).toBe(reason);
   });
 
-  it('names the offending address and reason when one of several answers is private', async () => {
+  it('tells the customer only that the name does not resolve to a public address, keeping the answer for logs', async () => {
     const error = await rejection(checkWebhookUrl('https://mixed.example.com/', STRICT));
-    expect(error.message).toBe(
-      'webhook URL must resolve to a public address: mixed.example.com resolves to 10.0.0.5 (private)',
-    );
+    expect(error.message).toBe('webhook URL host mixed.example.com does not resolve to a public address');
+    expect(error.message).not.toContain('10.0.0.5');
+    expect(error.message).not.toContain('private');
+    expect(error.details).toMatchObject({ host: 'mixed.example.com', address: '10.0.0.5', reason: 'private' });
   });
 
   it('with allowPrivate, lets plain http reach loopback and private names', async () => {

@@ -160,8 +160,8 @@ function invalidUrl(message: string, cause?: unknown): AppError {
   return new AppError(ERROR_CODES.invalidUrl, message, { statusCode: 422, cause });
 }
 
-function blocked(detail: string, details: Record<string, unknown>, statusCode?: number): AppError {
-  return new AppError(ERROR_CODES.blockedAddress, `${PUBLIC_ONLY}: ${detail}`, { statusCode, details, retryable: false });
+function blocked(message: string, details: Record<string, unknown>, statusCode?: number): AppError {
+  return new AppError(ERROR_CODES.blockedAddress, message, { statusCode, details, retryable: false });
 }
 
 /** Names that resolve locally on many hosts without any DNS query we could inspect. */
@@ -173,8 +173,10 @@ function isLocalName(host: string): boolean {
 function firstBlocked(host: string, addresses: Resolved, statusCode?: number): AppError | undefined {
   for (const { address } of addresses) {
     const reason = blockedReason(address);
-    // One private answer is enough: the socket may connect to any of them.
-    if (reason !== undefined) return blocked(`${host} resolves to ${address} (${reason})`, { host, address, reason }, statusCode);
+    // One private answer is enough: the socket may connect to any of them. The message reaches the
+    // customer, so it names only their own host: echoing the answer would map our internal DNS
+    // for anyone who can create a webhook. The address stays in `details`, which only logs see.
+    if (reason !== undefined) return blocked(`webhook URL host ${host} does not resolve to a public address`, { host, address, reason }, statusCode);
   }
   return undefined;
 }
@@ -204,10 +206,10 @@ export async function checkWebhookUrl(raw: string, policy: AddressPolicy): Promi
   }
   if (isIP(host) !== 0) {
     const reason = blockedReason(host);
-    if (reason !== undefined) throw blocked(`${host} (${reason})`, { host, address: host, reason }, 422);
+    if (reason !== undefined) throw blocked(`${PUBLIC_ONLY}: ${host} (${reason})`, { host, address: host, reason }, 422);
     return url;
   }
-  if (isLocalName(host)) throw blocked(`${host} is a local name`, { host, reason: 'local_name' }, 422);
+  if (isLocalName(host)) throw blocked(`${PUBLIC_ONLY}: ${host} is a local name`, { host, reason: 'local_name' }, 422);
   const error = firstBlocked(host, await resolveOrThrow(host, policy), 422);
   if (error !== undefined) throw error;
   return url;
@@ -258,5 +260,5 @@ export function assertConnectable(ip: string, policy: AddressPolicy): void {
   if (policy.allowPrivate) return;
   const address = unbracket(ip);
   const reason = blockedReason(address);
-  if (reason !== undefined) throw blocked(`${address} (${reason})`, { host: address, address, reason });
+  if (reason !== undefined) throw blocked(`${PUBLIC_ONLY}: ${address} (${reason})`, { host: address, address, reason });
 }

@@ -259,7 +259,10 @@ describe('sluice run', () => {
     expect(link.code, link.stderr).toBe(0);
     const { url, expires_at } = parseJson(link);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/.*X-Amz-Signature=/);
-    expect(Date.parse(expires_at)).toBeGreaterThan(Date.now() + 3_600_000);
+    // The default life is an hour: a leaked link stops working within the hour.
+    expect(new URL(url).searchParams.get('X-Amz-Expires')).toBe('3600');
+    expect(Date.parse(expires_at)).toBeGreaterThan(Date.now() + 3_000_000);
+    expect(Date.parse(expires_at)).toBeLessThanOrEqual(Date.now() + 3_600_000);
     const response = await fetch(url);
     expect(response.status).toBe(200);
     expect(Buffer.from(await response.arrayBuffer()).equals(fs.readFileSync(foundFile))).toBe(true);

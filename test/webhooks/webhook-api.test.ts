@@ -211,6 +211,20 @@ describe('webhook address rules at creation', () => {
     expect(json(await call(h, key, 'GET', '/api/webhooks')).total).toBe(0);
   });
 
+  it.each([
+    ['https://internal.example.com/x', ['10.1.2.3']],
+    ['https://split.example.com/x', ['127.0.0.1', '93.184.215.14']],
+  ])('refuses %s without telling what the name resolves to', async (url, answers) => {
+    const h = await harness();
+    const { key } = await newAccount(h);
+    const response = await call(h, key, 'POST', '/api/webhooks', { url });
+    expect(response.statusCode).toBe(422);
+    expect(json(response).result.code).toBe('blocked_address');
+    expect(json(response).message).toContain('does not resolve to a public address');
+    for (const answer of answers) expect(response.body).not.toContain(answer);
+    expect(response.body).not.toMatch(/private|loopback/);
+  });
+
   it('checks the address again when the URL changes', async () => {
     const h = await harness();
     const { key } = await newAccount(h);
@@ -218,6 +232,7 @@ describe('webhook address rules at creation', () => {
     const response = await call(h, key, 'PUT', '/api/webhooks', { id: hook.id, url: 'https://internal.example.com/x' });
     expect(response.statusCode).toBe(422);
     expect(json(response).result.code).toBe('blocked_address');
+    expect(response.body).not.toContain('10.1.2.3');
   });
 
   it('with SLUICE_WEBHOOK_ALLOW_PRIVATE=true accepts plain http on loopback', async () => {

@@ -51,7 +51,9 @@ type RevocableAccount = { revokeAccessKey(accessKeyId: string): void };
  */
 export async function ensureEmbeddedS3(options: EmbeddedS3Options): Promise<EmbeddedS3> {
   const s3Dir = path.join(options.dataDir, 's3');
-  await fs.mkdir(path.join(s3Dir, 'buckets'), { recursive: true });
+  // Objects are uploads and results: the dirs are the owner's alone even where the process umask
+  // (which s3rver's own files follow) is not.
+  await fs.mkdir(path.join(s3Dir, 'buckets'), { recursive: true, mode: 0o700 });
   // Another data dir's server may later sit on a port this one recorded; the identity tells them apart.
   const identity = createHash('sha256').update(await fs.realpath(s3Dir)).digest('hex').slice(0, 32);
   s3rverAccounts.DUMMY_ACCOUNT.createKeyPair(options.accessKeyId, options.secretAccessKey);
@@ -132,7 +134,7 @@ class EmbeddedS3Server implements EmbeddedS3 {
           continue;
         }
         try {
-          await fs.writeFile(this.portFile, `${port}\n`, { flag: 'wx' });
+          await fs.writeFile(this.portFile, `${port}\n`, { flag: 'wx', mode: 0o600 });
           return { port, server };
         } catch (e: unknown) {
           await stopServer(server);

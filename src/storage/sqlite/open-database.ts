@@ -18,8 +18,12 @@ export interface OpenDatabaseOptions {
  * process's transaction instead of failing with SQLITE_BUSY at once.
  */
 export function openDatabase(file: string, options: OpenDatabaseOptions): Db {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const db = new Database(file, { timeout: options.busyTimeoutMs });
+  // SQLite gives the -wal and -shm files the database file's own mode, whatever the umask, so the
+  // database is made private before the first statement creates them. By path, never by opening
+  // it: closing any descriptor on the file would drop this process's SQLite locks on it.
+  for (const suffix of ['', '-wal', '-shm']) ownerOnly(`${file}${suffix}`);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${options.synchronous}`);
   db.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
@@ -31,6 +35,17 @@ export function openDatabase(file: string, options: OpenDatabaseOptions): Db {
   db.pragma('wal_autocheckpoint = 16384');
   migrate(db);
   return db;
+}
+
+/** Takes group and other bits off a file; one that is missing or another user's is left as it is. */
+function ownerOnly(file: string): void {
+  try {
+    const { mode } = fs.statSync(file);
+    if ((mode & 0o077) !== 0) fs.chmodSync(file, mode & 0o700);
+  } catch (e: unknown) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT' && code !== 'EPERM') throw e;
+  }
 }
 
 /** Applies the numbered migrations once each, in order, each in its own transaction. */
