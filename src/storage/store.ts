@@ -390,13 +390,5 @@ export interface LimitsPort extends SharedRecords {
   renewSlots(holder: string, expiresAt: number): Promise<number>;
   /** How many slots of `name` are held and not expired at `now`. A read. */
   heldSlots(name: string, now: number): Promise<number>;
-  /** The shared record `name`, or undefined. A read. */
-  readShared(name: string): Promise<string | undefined>;
-  /**
-   * Runs `change` on the record's current value (undefined when there is none) while holding a
-   * lock on it that every other `updateShared` of `name` waits for; stores the value it returns
-   * (undefined deletes the record) and resolves to its `result`. `change` must be synchronous and
-   * pure: it may run more than once when the database asks for the transaction to be tried again.
-   */
-  updateShared<T>(name: string, change: (value: string | undefined) => { value: string | undefined; result: T }): Promise<T>;
+  // readShared and updateShared: SharedRecords (src/shared/shared-records.ts) says what they promise.
 }

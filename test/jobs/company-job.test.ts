@@ -1,9 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { importCommand, importCompanies } from '../../src/cli/import-command.js';
-import type { CliIo } from '../../src/cli/cli-io.js';
 import { runJob } from '../../src/cli/run-command.js';
 import { nameKey } from '../../src/lookups/company/company-names.js';
 import { EmbeddedCompanyDirectory } from '../../src/lookups/company/embedded-company-directory.js';
@@ -13,6 +11,7 @@ import { COMPANY_KEYS, STORE_KINDS } from '../../src/storage/store.js';
 import { bearer, closeHarnesses, json, multipart, newAccount, openApiHarness, runUntilDone } from '../support/api-harness.js';
 import { resultRecords } from '../support/csv-fixture.js';
 import { engineScope, TEST_STORES, writeFile, type TestEngine } from '../support/test-engine.js';
+import { captureIo } from '../support/capture-io.js';
 
 const DIRECTORY = [
   'Name,Domain,Description,Industry,Employee Count,Country,Website,Ticker',
@@ -28,13 +27,6 @@ const DIRECTORY = [
 
 /** exact name, domain (URL), near name (legal form), typo, missing word, parent domain, nothing, a repeat, a blank. */
 const INPUT = ['id,company', '1,Acme', '2,https://www.acme.com/about', '3,"ACME, Inc."', '4,Globx', '5,Umbrella', '6,shop.globex.com', '7,Nonexistent Widgets', '8,acme', '9,'].join('\n');
-
-function captureIo(): { io: CliIo; stdout: () => string } {
-  const out = new PassThrough();
-  let text = '';
-  out.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-  return { io: { stdout: out as unknown as NodeJS.WriteStream, stderr: new PassThrough() as unknown as NodeJS.WriteStream }, stdout: () => text };
-}
 
 /** Every name, valid or not, that DIRECTORY and the corrections below give a company. */
 const NAMES = ['Acme', 'Acme Labs', 'Acme Research', 'Globex Corporation', 'Initech', 'Umbrella Holdings', 'Bad Domain', 'Many'];

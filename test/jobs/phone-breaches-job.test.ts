@@ -1,15 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { importBreaches, importCommand } from '../../src/cli/import-command.js';
 import { runJob } from '../../src/cli/run-command.js';
-import type { CliIo } from '../../src/cli/cli-io.js';
 import { isAppError } from '../../src/shared/errors.js';
 import type { BreachRecord } from '../../src/storage/records.js';
 import { bearer, closeHarnesses, json, multipart, newAccount, openApiHarness, runUntilDone } from '../support/api-harness.js';
 import { resultRecords } from '../support/csv-fixture.js';
 import { engineScope, TEST_STORES, writeFile, type TestEngine } from '../support/test-engine.js';
+import { captureIo } from '../support/capture-io.js';
 
 const BREACHES = [
   'phone,breach,breached_at',
@@ -48,13 +47,6 @@ const INDEXED = {
   '+49307654321': [{ breach: 'Initech', breachedAt: null }],
   '+442079460958': [{ breach: 'Acme', breachedAt: '2020-07-15' }],
 };
-
-function captureIo(): { io: CliIo; stdout: () => string } {
-  const out = new PassThrough();
-  let text = '';
-  out.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-  return { io: { stdout: out as unknown as NodeJS.WriteStream, stderr: new PassThrough() as unknown as NodeJS.WriteStream }, stdout: () => text };
-}
 
 describe.each(TEST_STORES)('phone breaches on %s', (store) => {
   const engines = engineScope(store);

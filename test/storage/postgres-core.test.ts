@@ -2,12 +2,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isAppError } from '../../src/shared/errors.js';
 import type { BatchOutput, JobRecord, Lease, RowCounters } from '../../src/storage/job-records.js';
 import { PgBilling } from '../../src/storage/postgres/pg-billing.js';
-import { migratePostgres, PgDatabase } from '../../src/storage/postgres/pg-database.js';
+import { PgDatabase } from '../../src/storage/postgres/pg-database.js';
 import { PgJobs } from '../../src/storage/postgres/pg-jobs.js';
 import { PgResults } from '../../src/storage/postgres/pg-results.js';
 import { openPostgresStore } from '../../src/storage/postgres/pg-store.js';
 import type { BatchCommit, LookupCommit, StoreHooks } from '../../src/storage/store.js';
-import { freshDatabase, postgresServerUrl, type FreshDatabase } from '../support/postgres-database.js';
+import { freshDatabase, poolScope, postgresServerUrl } from '../support/postgres-database.js';
 
 const NOW = 1_700_000_000_000;
 const LEASE_MS = 60_000;
@@ -30,25 +30,13 @@ interface Core {
   results: PgResults;
 }
 
-const opened: PgDatabase[] = [];
-const databases: FreshDatabase[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((db) => db.close()));
-  await Promise.all(databases.splice(0).map((d) => d.drop()));
-});
+const scope = poolScope();
+afterEach(() => scope.closeAll());
 
 /** A migrated database of the test's own, and `stores` independent pools on it, as separate processes would have. */
 async function openCores(stores = 1): Promise<Core[]> {
-  const database = await freshDatabase('pg_core');
-  databases.push(database);
-  const cores: Core[] = [];
-  for (let i = 0; i < stores; i++) {
-    const db = new PgDatabase({ url: database.url, poolSize: 6 });
-    opened.push(db);
-    if (i === 0) await migratePostgres(db);
-    cores.push({ db, jobs: new PgJobs(db, hooks), billing: new PgBilling(db), results: new PgResults(db) });
-  }
-  return cores;
+  const { pools } = await scope.open('pg_core', stores);
+  return pools.map((db) => ({ db, jobs: new PgJobs(db, hooks), billing: new PgBilling(db), results: new PgResults(db) }));
 }
 
 /** A job split into `chunks` chunks of `rowsPerChunk` rows, running in its process phase. */
@@ -580,8 +568,7 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL core adapter: jobs, billing an
   });
   describe('the composed store', () => {
     it('migrates on open, answers ping on one pool, and refuses queries once closed', async () => {
-      const database = await freshDatabase('pg_core');
-      databases.push(database);
+      const database = scope.database(await freshDatabase('pg_core'));
       const store = await openPostgresStore({ url: database.url, poolSize: 3 }, hooks);
       let closed = false;
       try {
@@ -606,8 +593,7 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL core adapter: jobs, billing an
     });
 
     it('a single lookup\'s event is queued only for an account with an active webhook that subscribes to it', async () => {
-      const database = await freshDatabase('pg_core');
-      databases.push(database);
+      const database = scope.database(await freshDatabase('pg_core'));
       const store = await openPostgresStore({ url: database.url, poolSize: 3 }, hooks);
       try {
         for (const acc of ['acc_hooked', 'acc_plain', 'acc_paused', 'acc_other']) await store.billing.createAccount({ id: acc, credits: 5, now: NOW });
@@ -627,8 +613,7 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL core adapter: jobs, billing an
 
         for (const acc of ['acc_hooked', 'acc_plain', 'acc_paused', 'acc_other']) expect(await store.billing.commitLookup(lookup(acc))).toEqual({ ok: true, credits: 1 });
 
-        const inspect = new PgDatabase({ url: database.url, poolSize: 1 });
-        opened.push(inspect);
+        const inspect = scope.pool(new PgDatabase({ url: database.url, poolSize: 1 }));
         const { rows } = await inspect.query<{ id: string; payload: string }>('SELECT id, payload FROM outbox');
         expect(rows).toEqual([{ id: 'evt_lookup_acc_hooked', payload: '{"credits":1}' }]);
       } finally {

@@ -3,9 +3,9 @@ import { coreName, nameKey, similarity, trigrams } from '../../src/lookups/compa
 import type { BreachRow, CompanyRecord, CompanyRow } from '../../src/storage/records.js';
 import { PgBreaches } from '../../src/storage/postgres/pg-breaches.js';
 import { PgCompanies } from '../../src/storage/postgres/pg-companies.js';
-import { migratePostgres, PgDatabase } from '../../src/storage/postgres/pg-database.js';
+import type { PgDatabase } from '../../src/storage/postgres/pg-database.js';
 import { PgResults } from '../../src/storage/postgres/pg-results.js';
-import { freshDatabase, postgresServerUrl, type FreshDatabase } from '../support/postgres-database.js';
+import { poolScope, postgresServerUrl } from '../support/postgres-database.js';
 
 const NOW = 1_700_000_000_000;
 
@@ -16,25 +16,13 @@ interface Peer {
   results: PgResults;
 }
 
-const opened: PgDatabase[] = [];
-const databases: FreshDatabase[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((db) => db.close()));
-  await Promise.all(databases.splice(0).map((d) => d.drop()));
-});
+const scope = poolScope();
+afterEach(() => scope.closeAll());
 
 /** A migrated database of the test's own, and `count` independent pools on it, as separate processes would have. */
 async function openPeers(count = 1): Promise<Peer[]> {
-  const database = await freshDatabase('pg_directories');
-  databases.push(database);
-  const peers: Peer[] = [];
-  for (let i = 0; i < count; i++) {
-    const db = new PgDatabase({ url: database.url, poolSize: 6 });
-    opened.push(db);
-    if (i === 0) await migratePostgres(db);
-    peers.push({ db, breaches: new PgBreaches(db), companies: new PgCompanies(db), results: new PgResults(db) });
-  }
-  return peers;
+  const { pools } = await scope.open('pg_directories', count);
+  return pools.map((db) => ({ db, breaches: new PgBreaches(db), companies: new PgCompanies(db), results: new PgResults(db) }));
 }
 
 function company(name: string, over: Partial<CompanyRecord> = {}): CompanyRecord {

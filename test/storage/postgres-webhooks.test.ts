@@ -3,12 +3,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AttemptRecord, Delivery } from '../../src/storage/records.js';
 import { PgBilling } from '../../src/storage/postgres/pg-billing.js';
 import { addToOutbox } from '../../src/storage/postgres/pg-core-outbox.js';
-import { migratePostgres, PgDatabase } from '../../src/storage/postgres/pg-database.js';
+import type { PgDatabase } from '../../src/storage/postgres/pg-database.js';
 import { PgDeliveries } from '../../src/storage/postgres/pg-deliveries.js';
 import { PgIdempotency } from '../../src/storage/postgres/pg-idempotency.js';
 import { PgKeys } from '../../src/storage/postgres/pg-keys.js';
 import { PgWebhooks } from '../../src/storage/postgres/pg-webhooks.js';
-import { freshDatabase, postgresServerUrl, type FreshDatabase } from '../support/postgres-database.js';
+import { poolScope, postgresServerUrl } from '../support/postgres-database.js';
 
 const NOW = 1_700_000_000_000;
 const CLAIM_MS = 30_000;
@@ -25,34 +25,25 @@ interface Peer {
   billing: PgBilling;
 }
 
-const opened: PgDatabase[] = [];
+const scope = poolScope();
 const clients: pg.Client[] = [];
-const databases: FreshDatabase[] = [];
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.end()));
-  await Promise.all(opened.splice(0).map((db) => db.close()));
-  await Promise.all(databases.splice(0).map((d) => d.drop()));
+  await scope.closeAll();
 });
 
 /** A migrated database of the test's own, and `count` independent pools on it. */
 async function openPeers(count: number): Promise<{ url: string; peers: Peer[] }> {
-  const database = await freshDatabase('pg_webhooks');
-  databases.push(database);
-  const peers: Peer[] = [];
-  for (let i = 0; i < count; i++) {
-    const db = new PgDatabase({ url: database.url, poolSize: 6 });
-    opened.push(db);
-    if (i === 0) await migratePostgres(db);
-    peers.push({
-      db,
-      webhooks: new PgWebhooks(db),
-      deliveries: new PgDeliveries(db),
-      idempotency: new PgIdempotency(db),
-      keys: new PgKeys(db),
-      billing: new PgBilling(db),
-    });
-  }
-  return { url: database.url, peers };
+  const { url, pools } = await scope.open('pg_webhooks', count);
+  const peers = pools.map((db) => ({
+    db,
+    webhooks: new PgWebhooks(db),
+    deliveries: new PgDeliveries(db),
+    idempotency: new PgIdempotency(db),
+    keys: new PgKeys(db),
+    billing: new PgBilling(db),
+  }));
+  return { url, peers };
 }
 
 async function subscribe(p: Peer, accountId: string, id: string, events: string[], isActive = true): Promise<void> {

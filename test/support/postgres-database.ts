@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { migratePostgres, PgDatabase } from '../../src/storage/postgres/pg-database.js';
 
 export interface FreshDatabase {
   /** URL of a new, empty database on the run's server. */
@@ -43,4 +44,40 @@ async function adminQuery(serverUrl: string, sql: string): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * The databases and pools one test file opens, closed and dropped together:
+ * `const pools = poolScope(); afterEach(() => pools.closeAll());`.
+ */
+export function poolScope() {
+  const pools: PgDatabase[] = [];
+  const databases: FreshDatabase[] = [];
+  return {
+    /** A migrated database of the test's own, and `count` independent pools on it, as separate processes would have. */
+    async open(prefix: string, count: number): Promise<{ url: string; pools: PgDatabase[] }> {
+      const database = this.database(await freshDatabase(prefix));
+      const opened: PgDatabase[] = [];
+      for (let i = 0; i < count; i++) {
+        const db = this.pool(new PgDatabase({ url: database.url, poolSize: 6 }));
+        if (i === 0) await migratePostgres(db);
+        opened.push(db);
+      }
+      return { url: database.url, pools: opened };
+    },
+    /** A database the test made itself, dropped with the rest. */
+    database(database: FreshDatabase): FreshDatabase {
+      databases.push(database);
+      return database;
+    },
+    /** A pool the test opened itself, closed with the rest. */
+    pool(db: PgDatabase): PgDatabase {
+      pools.push(db);
+      return db;
+    },
+    async closeAll(): Promise<void> {
+      await Promise.all(pools.splice(0).map((db) => db.close()));
+      await Promise.all(databases.splice(0).map((d) => d.drop()));
+    },
+  };
 }

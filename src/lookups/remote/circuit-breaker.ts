@@ -93,14 +93,18 @@ export class CircuitBreaker {
     await this.change(() => ({ record: CLOSED, result: undefined }));
   }
 
-  async recordFailure(): Promise<void> {
+  /** Resolves to the state the failure left, so that the caller need not read it again. */
+  async recordFailure(): Promise<BreakerState> {
     const now = this.clock.now();
-    await this.change((record) => {
+    return this.change((record) => {
       // A failed trial, or a call that went out before the breaker opened: open for a full period again.
-      if (record.openedAt !== undefined) return { record: { failures: record.failures, openedAt: now }, result: undefined };
-      const failures = record.failures + 1;
-      return { record: failures >= this.failureThreshold ? { failures, openedAt: now } : { failures }, result: undefined };
+      const next = record.openedAt !== undefined ? { failures: record.failures, openedAt: now } : this.counted(record.failures + 1, now);
+      return { record: next, result: this.stateOf(next) };
     });
+  }
+
+  private counted(failures: number, now: number): BreakerRecord {
+    return failures >= this.failureThreshold ? { failures, openedAt: now } : { failures };
   }
 
   /** Ends a call without a verdict on the provider, freeing the half-open trial slot. */

@@ -18,7 +18,7 @@ import { Pool } from 'undici';
 import { AppError, ERROR_CODES, systemCodeOf, toAppError } from '../../shared/errors.js';
 import { parseRetryAfter } from '../../shared/retry-after.js';
 import type { LookupOutcome, LookupProvider } from '../lookup-provider.js';
-import { BREAKER_STATES, CircuitBreaker } from './circuit-breaker.js';
+import { BREAKER_STATES, CircuitBreaker, type BreakerState } from './circuit-breaker.js';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -126,9 +126,10 @@ export class RemoteLookupProvider<R = unknown> implements LookupProvider<R> {
         return failAll(keys, ERROR_CODES.lookupFailed, true, 'lookup aborted');
       case 'retry': {
         // A 429 says the service is up but wants us slower: it must not open the breaker.
+        let state: BreakerState = BREAKER_STATES.closed;
         if (result.status === 429) await this.breaker.recordSuccess();
-        else await this.breaker.recordFailure();
-        const unavailable = result.status === 503 || (await this.breaker.state()) === BREAKER_STATES.open;
+        else state = await this.breaker.recordFailure(); // the state the failure left: no second read of the store
+        const unavailable = result.status === 503 || state === BREAKER_STATES.open;
         const failed = failAll<R>(keys, unavailable ? ERROR_CODES.providerUnavailable : ERROR_CODES.lookupFailed, true, `${this.name}: ${result.message}`);
         return result.retryAfterMs === undefined ? failed : failed.map((o) => ({ ...o, retryAfterMs: result.retryAfterMs }) as LookupOutcome<R>);
       }

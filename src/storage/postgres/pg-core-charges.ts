@@ -1,5 +1,6 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import type { PgQueryable } from './pg-database.js';
+import type { LedgerEntry } from '../records.js';
 
 export function accountNotFound(id: string): AppError {
   return new AppError(ERROR_CODES.accountNotFound, `no account ${id}`, { statusCode: 404 });
@@ -66,15 +67,8 @@ export async function debit(tx: PgQueryable, accountId: string, amount: number):
   if (rowCount !== 1) throw new AppError(ERROR_CODES.internal, `balance of ${accountId} changed inside a transaction`);
 }
 
-export interface LedgerLine {
-  id: string;
-  accountId: string;
-  delta: number;
-  reason: string;
-  kind: string | null;
-  jobId: string | null;
-  now: number;
-}
+/** A ledger entry to write: its time is the operation's `now`. */
+export type LedgerLine = Omit<LedgerEntry, 'createdAt'> & { now: number };
 
 /** The line's `seq`, or undefined when a line with its id exists already (a replayed charge). */
 export async function insertLedgerLine(tx: PgQueryable, line: LedgerLine): Promise<number | undefined> {
