@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -36,6 +36,7 @@ export interface EmbeddedS3 {
 
 /** Bucket names cannot hold `_`, so this path never shadows an S3 request. */
 const HEALTH_PATH = '/_sluice/embedded-s3';
+const NONCE = /^[0-9a-f]{64}$/;
 const PROBE_TIMEOUT_MS = 2_000;
 /** Requests in flight for other processes get this long to finish when the host stops. */
 const CLOSE_GRACE_MS = 2_000;
@@ -54,8 +55,7 @@ export async function ensureEmbeddedS3(options: EmbeddedS3Options): Promise<Embe
   // Objects are uploads and results: the dirs are the owner's alone even where the process umask
   // (which s3rver's own files follow) is not.
   await fs.mkdir(path.join(s3Dir, 'buckets'), { recursive: true, mode: 0o700 });
-  // Another data dir's server may later sit on a port this one recorded; the identity tells them apart.
-  const identity = createHash('sha256').update(await fs.realpath(s3Dir)).digest('hex').slice(0, 32);
+  const identity = identityKey(options.secretAccessKey, await fs.realpath(s3Dir));
   s3rverAccounts.DUMMY_ACCOUNT.createKeyPair(options.accessKeyId, options.secretAccessKey);
   // s3rver ships the key pair S3RVER/S3RVER and checks V2 signatures made with it. The front refuses
   // V2 anyway; without the key, s3rver would too.
@@ -75,7 +75,7 @@ class EmbeddedS3Server implements EmbeddedS3 {
   constructor(
     private readonly options: EmbeddedS3Options,
     private readonly s3Dir: string,
-    private readonly identity: string,
+    private readonly identity: Buffer,
   ) {}
 
   get endpoint(): string {
@@ -149,7 +149,7 @@ class EmbeddedS3Server implements EmbeddedS3 {
       if (answer === 'ours') return { port: recorded };
       if (answer === 'slow') continue;
       if (answer === 'foreign') {
-        throw new AppError(ERROR_CODES.storageUnavailable, `port ${recorded} recorded in ${this.portFile} is held by another program`, {
+        throw new AppError(ERROR_CODES.storageUnavailable, `port ${recorded} recorded in ${this.portFile} is held by a program that cannot prove it holds this data dir's S3 key`, {
           retryable: true,
         });
       }
@@ -180,11 +180,22 @@ class EmbeddedS3Server implements EmbeddedS3 {
  * handing the request on. Only the two ways the AWS SDK signs get through: a presigned URL or an
  * `Authorization: AWS4-HMAC-SHA256` header, each checked against our own key pair.
  */
-function frontHandler(s3: http.RequestListener, credentials: EmbeddedS3Options, identity: string): http.RequestListener {
+function frontHandler(s3: http.RequestListener, credentials: EmbeddedS3Options, identity: Buffer): http.RequestListener {
   return (req, res) => {
     const url = req.url ?? '/';
-    if (url === HEALTH_PATH) {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end(identity);
+    const [pathname, query = ''] = url.split('?', 2);
+    if (pathname === HEALTH_PATH) {
+      const nonce = new URLSearchParams(query).get('nonce') ?? '';
+      if (NONCE.test(nonce)) res.writeHead(200, { 'content-type': 'text/plain' }).end(identityProof(identity, nonce));
+      else res.writeHead(400, { 'content-type': 'text/plain' }).end('nonce must be 64 lowercase hex digits');
+      return;
+    }
+    if (isMultipartForm(req.headers['content-type'])) {
+      // s3rver parses browser-form uploads (POST Object) with busboy 0.3 and dicer, whose header
+      // parser crashes the process on a crafted part (GHSA-wm7h-9275-46v2, no fixed version). The
+      // SDK never sends a form, so none reaches s3rver, signed or not.
+      const body = s3ErrorXml('NotImplemented', 'POST Object (multipart/form-data uploads) is not supported by the embedded server');
+      res.writeHead(501, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
       return;
     }
     let denial: { code: string; message: string } | undefined;
@@ -203,6 +214,11 @@ function frontHandler(s3: http.RequestListener, credentials: EmbeddedS3Options, 
     const body = s3ErrorXml(denial.code, denial.message);
     res.writeHead(403, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) }).end(body);
   };
+}
+
+/** Any mention of multipart, however cased or spaced, so that no parser reads it differently from ours. */
+function isMultipartForm(contentType: string | string[] | undefined): boolean {
+  return contentType !== undefined && /multipart/i.test(String(contentType));
 }
 
 /** Why the request may not reach s3rver, or undefined when it may. */
@@ -225,15 +241,36 @@ function authorize(method: string, url: string, headers: http.IncomingHttpHeader
 /** `slow`: something accepted the connection but did not answer in time (a host that is busy). */
 type ProbeAnswer = 'ours' | 'foreign' | 'nobody' | 'slow';
 
-async function probe(port: number, identity: string): Promise<ProbeAnswer> {
+/**
+ * The key a server proves it holds. The port file can be read, and the port taken while Sluice is
+ * down, by another local process: a fixed answer (the old hash of the dir's path) let such a
+ * process pass for our server and receive whole uploads. This one derives from the S3 secret key,
+ * which only the data dir's owner can read (`s3-credentials.json`, 0600) or was given in the
+ * config; the path keeps apart two data dirs configured with the same key pair.
+ */
+function identityKey(secretAccessKey: string, s3Dir: string): Buffer {
+  return createHmac('sha256', secretAccessKey).update('sluice embedded-s3 identity v1\n').update(s3Dir).digest();
+}
+
+function identityProof(identity: Buffer, nonce: string): string {
+  return createHmac('sha256', identity).update(nonce).digest('hex');
+}
+
+/**
+ * Asks whoever listens on the port to prove it holds our identity key, with a fresh nonce, so that
+ * an answer recorded from the real server cannot be played back. No object goes to a port whose
+ * holder has not answered this.
+ */
+async function probe(port: number, identity: Buffer): Promise<ProbeAnswer> {
   // A ref'd timer, not AbortSignal.timeout: that one is unref'd, and when a peer drops the
   // connection without an answer, it was the only thing left keeping the process alive, so a
   // starting command could exit 0 having done nothing.
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error('probe timed out')), PROBE_TIMEOUT_MS);
   try {
-    const res = await fetch(`http://127.0.0.1:${port}${HEALTH_PATH}`, { signal: controller.signal });
-    return res.ok && (await res.text()) === identity ? 'ours' : 'foreign';
+    const nonce = randomBytes(32).toString('hex');
+    const res = await fetch(`http://127.0.0.1:${port}${HEALTH_PATH}?nonce=${nonce}`, { signal: controller.signal });
+    return res.ok && (await res.text()) === identityProof(identity, nonce) ? 'ours' : 'foreign';
   } catch (e: unknown) {
     const code = systemCodeOf(e);
     if (code === 'ECONNREFUSED' || code === 'ECONNRESET') return 'nobody';
