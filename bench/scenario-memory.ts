@@ -1,5 +1,10 @@
-/** The memory and memory growth scenarios: peak RSS at rows/10 and at rows. */
-import type { EngineResult } from './engine-run.js';
+/** The memory and memory growth scenarios: peak RSS at rows/10 and at rows, and of a file of wide rows. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ENGINE_RUN, lastEvent, runNode } from './children.js';
+import type { EngineResult, EngineStaged } from './engine-run.js';
 import { fmt, verdict } from './report.js';
 import { rate, rowsText, TARGETS, type BenchContext } from './scenario-context.js';
 import type { EngineFloor } from './scenario-engine.js';
@@ -9,6 +14,62 @@ export interface MemoryResult {
   smallRows: number;
   bigRss: number;
   bigSource: string;
+  wide: EngineResult | undefined;
+}
+
+/**
+ * Issue 16's wide file: 1,200 rows of 21,800 cells, 78 MB, every row invalid and so free. Each
+ * record is just under the default SLUICE_MAX_LINE_BYTES, so only the cell limit and the byte
+ * budgets of batches and chunks stand between it and memory: in batches of 1,000 rows it took
+ * the process to 3.47 GB.
+ */
+export const WIDE = { rows: 1_200, cells: 21_800 } as const;
+
+async function wideInput(tmp: string): Promise<string> {
+  const file = path.join(tmp, 'inputs', `wide-${WIDE.rows}x${WIDE.cells}.csv`);
+  if (fs.existsSync(file)) return file;
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const row = `not-an-email${',xx'.repeat(WIDE.cells - 1)}\n`;
+  function* lines(): Generator<string> {
+    yield 'email,note\n';
+    for (let i = 0; i < WIDE.rows; i++) yield row;
+  }
+  await pipeline(Readable.from(lines()), fs.createWriteStream(file));
+  return file;
+}
+
+/** The wide file staged and run in a fresh data dir, by the same engine children as the other runs. */
+async function wideRun(ctx: BenchContext): Promise<EngineResult> {
+  const { bench } = ctx;
+  const input = await wideInput(ctx.tmp);
+  const dir = bench.freshDir('memory-wide');
+  const staged = lastEvent<EngineStaged>(
+    await runNode(ENGINE_RUN, ['--data-dir', dir, '--input', input, '--stage-only', '--rows', String(WIDE.rows)], bench.env(dir)),
+    'staged',
+  );
+  const result = await bench.run(dir, staged.jobId, WIDE.rows);
+  bench.remove(dir);
+  return result;
+}
+
+async function wideScenario(ctx: BenchContext): Promise<EngineResult | undefined> {
+  const what = `${rowsText(WIDE.rows)} rows × ${rowsText(WIDE.cells)} cells`;
+  try {
+    ctx.log(`memory: wide rows, ${what}`);
+    const wide = await wideRun(ctx);
+    const rss = wide.maxRssKiB * 1024;
+    ctx.table.push({
+      scenario: 'memory, wide rows',
+      figure: `peak RSS ${fmt.mb(rss)} for ${what}`,
+      target: `≤ ${fmt.mb(TARGETS.rss1m)}`,
+      met: verdict(rss <= TARGETS.rss1m),
+      detail: `every row invalid (row_too_wide); ${fmt.s(wide.workerMs)}; ${memoryText(wide)}`,
+    });
+    return wide;
+  } catch (e: unknown) {
+    ctx.failed('memory, wide rows', `≤ ${fmt.mb(TARGETS.rss1m)} for ${what}`, e);
+    return undefined;
+  }
 }
 
 /** What the engine child's memory was made of at the highest RSS its poller saw. */
@@ -62,7 +123,7 @@ export async function memoryScenario(ctx: BenchContext, ef: EngineFloor): Promis
       met: verdict(bigRss / smallRss <= TARGETS.rssRatio),
       detail: `${rowsText(smallRows)} rows: peak RSS ${fmt.mb(smallRss)}, ${fmt.s(small.result.workerMs)}, ${fmt.int(rate(smallRows, small.result.workerMs))} rows/s; ${memoryText(small.result)}`,
     });
-    return { small: small.result, smallRows, bigRss, bigSource };
+    return { small: small.result, smallRows, bigRss, bigSource, wide: await wideScenario(ctx) };
   } catch (e: unknown) {
     ctx.failed('memory', `≤ ${fmt.mb(TARGETS.rss1m)}, and ≤ ${TARGETS.rssRatio}× the ${rowsText(smallRows)}-row figure`, e);
     return undefined;
@@ -70,5 +131,6 @@ export async function memoryScenario(ctx: BenchContext, ef: EngineFloor): Promis
 }
 
 export function memoryFinding(m: MemoryResult, rows: number): string {
-  return `Peak RSS was ${fmt.mb(m.small.maxRssKiB * 1024)} at ${rowsText(m.smallRows)} rows and ${fmt.mb(m.bigRss)} at ${rowsText(rows)}: the growth with file size is ${fmt.mb(m.bigRss - m.small.maxRssKiB * 1024)} for ${rowsText(rows - m.smallRows)} more rows.`;
+  const wide = m.wide ? ` A file of ${rowsText(WIDE.rows)} rows of ${rowsText(WIDE.cells)} cells peaked at ${fmt.mb(m.wide.maxRssKiB * 1024)}.` : '';
+  return `Peak RSS was ${fmt.mb(m.small.maxRssKiB * 1024)} at ${rowsText(m.smallRows)} rows and ${fmt.mb(m.bigRss)} at ${rowsText(rows)}: the growth with file size is ${fmt.mb(m.bigRss - m.small.maxRssKiB * 1024)} for ${rowsText(rows - m.smallRows)} more rows.${wide}`;
 }

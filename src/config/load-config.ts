@@ -88,6 +88,9 @@ export interface JobLimits {
   readonly maxLineBytes: number;
   readonly chunkRows: number;
   readonly batchRows: number;
+  readonly maxCellsPerRow: number;
+  readonly chunkBytes: number;
+  readonly batchBytes: number;
   readonly accountConcurrency: number;
   readonly providerConcurrency: number;
   readonly workerConcurrency: number;
@@ -127,6 +130,9 @@ export const SETTINGS = {
   maxLineBytes: int('SLUICE_MAX_LINE_BYTES', 65_536, 1024, 64 * 1024 * 1024, 'Longest CSV row; a longer one rejects the file with `line_too_long`.'),
   chunkRows: int('SLUICE_CHUNK_ROWS', 25_000, 10, 10_000_000, 'Rows per chunk: the unit of resume and of parallel work.'),
   batchRows: int('SLUICE_BATCH_ROWS', 1_000, 1, 100_000, 'Rows per checkpoint transaction.'),
+  maxCellsPerRow: int('SLUICE_MAX_CELLS_PER_ROW', 1_000, 1, 16_384, 'Most cells in a CSV row; a wider data row is `invalid` with `row_too_wide`, a wider header rejects the file with `too_many_columns`.'),
+  chunkBytes: int('SLUICE_CHUNK_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024, 'A chunk also ends at the first row that brings it to this many bytes, so wide rows cannot make a chunk larger.'),
+  batchBytes: int('SLUICE_BATCH_BYTES', 1024 * 1024, 1024, 256 * 1024 * 1024, 'A checkpoint batch also ends before the row that would take it past this many bytes of chunk data (one row is always taken).'),
   accountConcurrency: int('SLUICE_ACCOUNT_CONCURRENCY', 64, 1, 10_000, 'Requests in flight to remote lookup services per account, across its jobs and every process on the store (embedded engines: per process).'),
   providerConcurrency: int('SLUICE_PROVIDER_CONCURRENCY', 128, 1, 10_000, 'Requests in flight to one remote lookup service, across every process on the store (embedded engines: per process).'),
   accountRunningJobs: int('SLUICE_ACCOUNT_RUNNING_JOBS', 4, 1, 10_000, 'Jobs of one account that run at once; its other jobs wait in `queued`.'),
@@ -195,6 +201,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       chunkRows: read(s.chunkRows),
       // Unset, the batch follows a small chunk down rather than failing on a value nobody set.
       batchRows: env[s.batchRows.name]?.trim() ? read(s.batchRows) : Math.min(s.batchRows.fallback, read(s.chunkRows)),
+      maxCellsPerRow: read(s.maxCellsPerRow),
+      chunkBytes: read(s.chunkBytes),
+      batchBytes: read(s.batchBytes),
       accountConcurrency: read(s.accountConcurrency),
       providerConcurrency: read(s.providerConcurrency),
       workerConcurrency: read(s.workerConcurrency),

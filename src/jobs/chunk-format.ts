@@ -64,6 +64,11 @@ export class ChunkBodyBuilder {
     this.rows++;
   }
 
+  /** UTF-8 bytes appended since the last take(), line ends included. */
+  get bytes(): number {
+    return this.length;
+  }
+
   /** The body so far, every line ended by `\n`; the builder starts again empty. */
   take(): Buffer {
     const body = this.buffer.subarray(0, this.length);
@@ -96,6 +101,12 @@ export class ChunkLines {
 
   get count(): number {
     return this.ends.length;
+  }
+
+  /** UTF-8 bytes of line `i` without its line end, known without decoding it. */
+  byteLength(i: number): number {
+    if (!(i >= 0 && i < this.ends.length)) throw new RangeError(`chunk line ${i} of ${this.ends.length}`);
+    return this.ends[i]! - (i === 0 ? 0 : this.ends[i - 1]! + 1);
   }
 
   /** Line `i` without its line end; a line past the last one is an error, not `undefined`. */

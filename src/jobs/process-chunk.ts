@@ -3,6 +3,7 @@ import { jobLookups } from '../../pipelines/index.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { flaggedText, ROW_FLAGS, type ChunkRecord, type JobRecord, type Lease } from '../storage/job-records.js';
 import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter } from '../storage/job-states.js';
+import { batchEnd } from './batch-plan.js';
 import { ChunkLines, chunkObjectKey, decodeChunkRow, partObjectKey, type ChunkRow } from './chunk-format.js';
 import { csvRecords } from './csv-writer.js';
 import type { EngineDeps } from './engine-deps.js';
@@ -36,12 +37,13 @@ export async function processChunk(
   // The first pass works through every row; a retry pass through the rows that failed before.
   if (chunk.pass > 0) ctx.retry = await loadRetry(ctx);
   const order = ctx.retry?.order;
+  const lineBytes = (i: number): number => lines.byteLength(order === undefined ? i : order[i]!);
   let cursor = chunk.cursor;
   const started = deps.clock.now();
   while (cursor < chunk.passRows) {
     if (stop.aborted || (await deps.jobs.status(job.id)) !== JOB_STATUSES.running) return 'stopped';
     if (deps.clock.now() - started > FAIR_SLICE_MS && (await deps.jobs.otherAccountStarved(job.accountId, deps.clock.now(), deps.limits.accountRunningJobs))) return 'stopped';
-    const end = Math.min(cursor + deps.limits.batchRows, chunk.passRows);
+    const end = batchEnd(lineBytes, cursor, chunk.passRows, deps.limits.batchRows, deps.limits.batchBytes);
     const rows: ChunkRow[] = [];
     for (let i = cursor; i < end; i++) rows.push(decodeChunkRow(lines.line(order === undefined ? i : order[i]!)));
     const { committed, paused, waiting } = await processBatch(ctx, rows, cursor);

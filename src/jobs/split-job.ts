@@ -7,6 +7,9 @@ import type { EngineDeps } from './engine-deps.js';
 import type { JobRecord, Lease } from '../storage/job-records.js';
 import { KeySet } from './key-set.js';
 
+/** A row over SLUICE_MAX_CELLS_PER_ROW, as every lookup sees it. */
+const TOO_WIDE: RowKey = { kind: ROW_KINDS.invalid, value: ERROR_CODES.rowTooWide };
+
 interface KeyColumn {
   header: string[];
   /** Column of each lookup's key, in lookup order. */
@@ -51,24 +54,37 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
   for await (const batch of readCsvRows(input, { maxLineBytes: limits.maxLineBytes }, signal)) {
     for (const cells of batch) {
       if (keyColumn === undefined) {
+        // Every output row is as wide as the header: a wide one would make every row wide.
+        if (cells.length > limits.maxCellsPerRow) {
+          throw new AppError(ERROR_CODES.tooManyColumns, `the header row has ${cells.length} cells, more than the ${limits.maxCellsPerRow} a row may have`, {
+            details: { cells: cells.length, maxCellsPerRow: limits.maxCellsPerRow },
+          });
+        }
         keyColumn = findKeyColumns(cells, lookups, normaliseOptions);
         keyIndexes = keyColumn.indexes;
         if (!keyColumn.firstRowIsData) continue;
       }
       totalRows++;
-      if (cells.length > width) width = cells.length;
       if (totalRows > limits.maxRows) {
         throw new AppError(ERROR_CODES.tooManyRows, `the file has more than ${limits.maxRows} rows`, {
           details: { maxRows: limits.maxRows },
         });
       }
-      const keys: RowKey[] = lookups.map(({ pipeline }, l) => {
-        const normalised = pipeline.normalise(cells[keyIndexes[l]!] ?? '', normaliseOptions);
-        if (!normalised.ok) return { kind: ROW_KINDS.invalid, value: normalised.code };
-        return { kind: seen[l]!.add(normalised.key) ? ROW_KINDS.lookup : ROW_KINDS.duplicate, value: normalised.key };
-      });
-      body.append(encodeChunkRow(keys, cells));
-      if (body.rows === limits.chunkRows) await flush();
+      if (cells.length > limits.maxCellsPerRow) {
+        // Kept only as wide as the header: one hostile row must not widen every output row, nor
+        // carry thousands of cells into the batches that render it.
+        body.append(encodeChunkRow(lookups.map(() => TOO_WIDE), cells.slice(0, keyColumn.header.length)));
+      } else {
+        if (cells.length > width) width = cells.length;
+        const keys: RowKey[] = lookups.map(({ pipeline }, l) => {
+          const normalised = pipeline.normalise(cells[keyIndexes[l]!] ?? '', normaliseOptions);
+          if (!normalised.ok) return { kind: ROW_KINDS.invalid, value: normalised.code };
+          return { kind: seen[l]!.add(normalised.key) ? ROW_KINDS.lookup : ROW_KINDS.duplicate, value: normalised.key };
+        });
+        body.append(encodeChunkRow(keys, cells));
+      }
+      // Bytes too: 25,000 rows of up to SLUICE_MAX_LINE_BYTES each could make a 1.6 GB chunk, held whole by the split and by its worker.
+      if (body.rows === limits.chunkRows || body.bytes >= limits.chunkBytes) await flush();
     }
   }
   if (keyColumn === undefined) throw new AppError(ERROR_CODES.noRows, 'the file has no rows');

@@ -253,6 +253,7 @@ const INPUT_ERRORS: ReadonlySet<string> = new Set([
   ERROR_CODES.lineTooLong,
   ERROR_CODES.malformedCsv,
   ERROR_CODES.tooManyRows,
+  ERROR_CODES.tooManyColumns,
   ERROR_CODES.unknownJobType,
 ]);
 

@@ -14,8 +14,12 @@ export const ERROR_CODES = {
   lineTooLong: 'line_too_long',
   malformedCsv: 'malformed_csv',
   tooManyRows: 'too_many_rows',
+  /** The header row has more cells than SLUICE_MAX_CELLS_PER_ROW: every output row would be that wide. */
+  tooManyColumns: 'too_many_columns',
   // rows (data, not exceptions: they land in the error column)
   emptyValue: 'empty_value',
+  /** A data row with more cells than SLUICE_MAX_CELLS_PER_ROW: invalid, its extra cells dropped. */
+  rowTooWide: 'row_too_wide',
   invalidEmail: 'invalid_email',
   invalidPhone: 'invalid_phone',
   missingCountryCode: 'missing_country_code',
