@@ -11,6 +11,8 @@ export interface ApiSettings {
   readonly rateLimitPerMinute: number;
   readonly presignExpiresSeconds: number;
   readonly maxRows: number;
+  /** Reverse proxies whose X-Forwarded-For names the client; undefined: the TCP peer is the client. */
+  readonly trustProxy?: readonly string[] | undefined;
 }
 
 /** What the HTTP layer needs; buildApp takes it whole and never reads configuration itself. */

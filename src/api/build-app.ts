@@ -54,6 +54,9 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
     loggerInstance: log as FastifyBaseLogger,
     bodyLimit: JSON_BODY_LIMIT,
     return503OnClosing: true,
+    // request.ip keys the login throttle: behind a proxy it would otherwise be the proxy's address
+    // for every client, and trusting the header from anyone else would let a client pick its own.
+    trustProxy: deps.settings.trustProxy ? [...deps.settings.trustProxy] : false,
     // Bad URLs and the like fail before routing; they still get our error shape.
     frameworkErrors: (error, request, reply) => void sendError(request, reply, shape(error, request.url, log)),
   });

@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { ApiKeyRow } from '../storage/records.js';
 import type { KeysPort } from '../storage/store.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
-import { randomToken, sameHash, seal, sha256, unseal } from './secrets.js';
+import { KEY_PREFIX, KEY_SHAPES, keyShape, mintKey } from './key-format.js';
+import { sameHash, seal, sha256, unseal } from './secrets.js';
+
+export { KEY_PREFIX } from './key-format.js';
 
 export const ROLES = { admin: 'admin', tech: 'tech', readonly: 'readonly' } as const;
 export type Role = (typeof ROLES)[keyof typeof ROLES];
@@ -18,14 +21,24 @@ export function outranks(target: Role, actor: Role): boolean {
 }
 
 /**
- * How often a long-running API process drops sealed copies whose reveal window has ended, whether
- * or not anyone asked: the longest a copy outlives its window while the API runs.
+ * How often a long-running process (the API, a worker) drops sealed copies whose reveal window has
+ * ended, whether or not anyone asked: the longest a copy outlives its window while one runs.
  */
 export const SEAL_SWEEP_MS = 60_000;
 
-/** Every key starts with this, so leaked keys are easy to find in logs and code scans. */
-export const KEY_PREFIX = 'sluice_';
-const SECRET_LENGTH = 32;
+/**
+ * Sweeps now and every SEAL_SWEEP_MS until the returned function is called. A failed sweep is
+ * reported and tried again at the next tick: a database blip must not stop a worker.
+ */
+export function sweepSealsPeriodically(keys: KeyStore, now: () => number, onError: (error: unknown) => void): () => void {
+  const sweep = () => void keys.forgetExpiredSeals(now()).catch(onError);
+  sweep();
+  const timer = setInterval(sweep, SEAL_SWEEP_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** What a key list shows of each key: enough to tell keys apart, far too little to guess one. */
 const PREFIX_LENGTH = KEY_PREFIX.length + 6;
 
 export interface ApiKey {
@@ -56,7 +69,7 @@ export class KeyStore {
   ) {}
 
   async create(input: { accountId: string; name: string; role: Role; now: number }): Promise<{ key: ApiKey; secret: string }> {
-    const secret = `${KEY_PREFIX}${randomToken(SECRET_LENGTH)}`;
+    const secret = mintKey();
     const id = randomUUID();
     // With reveals switched off (a zero window) no sealed copy is written at all: it could only leak.
     const revealable = this.revealWindowMs > 0;
@@ -92,7 +105,9 @@ export class KeyStore {
 
   async check(secret: string | undefined): Promise<KeyCheck> {
     if (!secret) return { ok: false, reason: 'missing' };
-    if (!secret.startsWith(KEY_PREFIX)) return { ok: false, reason: 'unknown' };
+    // A typo, a look-alike or random garbage fails its checksum here and costs no store lookup; it
+    // is refused exactly as an unknown key is, so the answer tells nothing about the format.
+    if (keyShape(secret) === KEY_SHAPES.malformed) return { ok: false, reason: 'unknown' };
     const hash = sha256(secret);
     const row = await this.keys.byHash(hash);
     if (!row || !sameHash(row.keyHash, hash)) return { ok: false, reason: 'unknown' };

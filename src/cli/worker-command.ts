@@ -1,3 +1,4 @@
+import { sweepSealsPeriodically } from '../auth/key-store.js';
 import { Worker } from '../jobs/worker.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
@@ -15,6 +16,11 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   const concurrency = positiveInt(values.concurrency as string | undefined, '--concurrency', engine.config.jobs.workerConcurrency);
   if (concurrency < 1) throw new AppError(ERROR_CODES.badArgument, '--concurrency must be at least 1');
   const worker = new Worker(engine.deps);
+  // A deployment may run its API on other machines, or only now and then: the worker processes
+  // must drop expired sealed key copies too, or a backup taken meanwhile gives up live keys.
+  const stopSweeping = sweepSealsPeriodically(engine.auth.keys, () => engine.deps.clock.now(), (error) =>
+    engine.deps.log.warn({ err: error }, 'could not drop expired sealed API keys'),
+  );
   const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
   const stop = () => {
     worker.stop();
@@ -26,6 +32,7 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   io.stderr.write(`worker ${worker.id} running with ${concurrency} slot(s); Ctrl-C to stop\n`);
   // If the worker fails, the sender must stop, and end, before the engine closes under it.
   const [work] = await Promise.allSettled([worker.run({ concurrency }).finally(() => sender?.stop()), sender?.run()]);
+  stopSweeping();
   if (work.status === 'rejected') throw work.reason;
   engine.deps.log.info({ worker: worker.id }, 'worker stopped');
   return 0;

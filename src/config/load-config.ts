@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 
@@ -70,6 +71,8 @@ export interface ApiConfig {
   readonly bodyIdleSeconds: number;
   readonly bodyMinBytesPerSecond: number;
   readonly maxConnections: number;
+  /** Addresses (IP, CIDR or a named range) of reverse proxies whose X-Forwarded-For is believed; unset: none. */
+  readonly trustProxy: readonly string[] | undefined;
 }
 
 export interface S3Config {
@@ -155,6 +158,10 @@ export const SETTINGS = {
   bodyIdleSeconds: int('SLUICE_BODY_IDLE_SECONDS', 30, 1, 3600, 'Longest pause allowed inside a request body, and the time a body has before the minimum rate applies; then 408 and the connection is closed.'),
   bodyMinBytesPerSecond: int('SLUICE_BODY_MIN_BYTES_PER_SECOND', 32_768, 1, 1024 * 1024 * 1024, 'Slowest average rate, in bytes per second, at which a request body may arrive; a slower one is closed with 408. At this rate the largest upload takes SLUICE_MAX_UPLOAD_BYTES / rate seconds.'),
   maxConnections: int('SLUICE_MAX_CONNECTIONS', 512, 1, 1_000_000, 'HTTP connections `sluice serve` holds open at once; more are closed as soon as they are accepted. An open upload uses about three file descriptors.'),
+  trustProxy: proxyList(
+    'SLUICE_TRUST_PROXY',
+    'Reverse proxies whose `X-Forwarded-For` gives the client\'s address (for the login throttle and the logs): a comma-separated list of IP addresses, CIDR ranges (`10.0.0.0/8`) or `loopback`, `linklocal`, `uniquelocal`. A hop count is refused: it would believe the header from clients that reach Sluice directly. Unset: the header is ignored and every request counts as from its TCP peer.',
+  ),
   serveWorker: bool('SLUICE_SERVE_WORKER', true, 'Whether `sluice serve` also runs job workers in its own process.'),
   genderProviderUrl: optionalUrl('SLUICE_GENDER_PROVIDER_URL', 'Remote gender lookup service (see "Remote lookup providers"). Unset: the embedded engine.'),
   genderProviderAuth: optionalText('SLUICE_GENDER_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote gender service, e.g. `Bearer ...`.'),
@@ -224,6 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bodyIdleSeconds: read(s.bodyIdleSeconds),
       bodyMinBytesPerSecond: read(s.bodyMinBytesPerSecond),
       maxConnections: read(s.maxConnections),
+      trustProxy: read(s.trustProxy),
     },
     providers: {
       gender: { url: read(s.genderProviderUrl), auth: read(s.genderProviderAuth) },
@@ -330,6 +338,33 @@ function sealKey(name: string, describe: string): Setting<string | undefined> {
       const key = Buffer.from(raw, 'base64');
       if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || key.length !== 32) throw bad(name, 'must be 32 bytes in base64 (e.g. `openssl rand -base64 32`)');
       return raw;
+    },
+  };
+}
+
+const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** Every entry checked here, so a typo stops the process instead of trusting nothing (or too much). */
+function proxyList(name: string, describe: string): Setting<readonly string[] | undefined> {
+  return {
+    name,
+    fallback: undefined,
+    describe,
+    parse: (raw) => {
+      if (/^\d+$/.test(raw)) throw bad(name, `must list the proxies' addresses, not a hop count ("${raw}"): a hop count trusts the header from any client that reaches Sluice directly`);
+      const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+      if (entries.length === 0) throw bad(name, 'must list at least one address when set');
+      for (const entry of entries) {
+        if (PROXY_RANGES.includes(entry)) continue;
+        const [address = '', prefix, extra] = entry.split('/');
+        const family = isIP(address);
+        const bits = family === 6 ? 128 : 32;
+        const prefixOk = prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= bits);
+        if (family === 0 || !prefixOk || extra !== undefined) {
+          throw bad(name, `must be a comma-separated list of IP addresses, CIDR ranges (prefix 1 to 32, or 1 to 128) or ${PROXY_RANGES.join(', ')}; got "${entry}"`);
+        }
+      }
+      return entries;
     },
   };
 }

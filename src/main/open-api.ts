@@ -21,6 +21,7 @@ export function apiDeps(engine: Engine): ApiDeps {
       rateLimitPerMinute: config.api.rateLimitPerMinute,
       presignExpiresSeconds: config.presignExpiresSeconds,
       maxRows: config.jobs.maxRows,
+      trustProxy: config.api.trustProxy,
     },
     ready: async () => {
       await deps.store.ping();

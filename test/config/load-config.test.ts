@@ -48,6 +48,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   bodyIdleSeconds: (c) => c.api.bodyIdleSeconds,
   bodyMinBytesPerSecond: (c) => c.api.bodyMinBytesPerSecond,
   maxConnections: (c) => c.api.maxConnections,
+  trustProxy: (c) => c.api.trustProxy,
   genderProviderUrl: (c) => c.providers.gender.url,
   genderProviderAuth: (c) => c.providers.gender.auth,
   phoneProviderUrl: (c) => c.providers.phone_breaches.url,
