@@ -6,6 +6,7 @@ import type { Logger } from '../shared/logger.js';
 import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.js';
 import type { ApiDeps } from './api-deps.js';
 import { familyOf, httpError, ROUTE_FAMILIES, sendError } from './errors.js';
+import { auditRoutes } from './routes/audit-routes.js';
 import { authRoutes } from './routes/auth-routes.js';
 import { companyRoutes } from './routes/company-routes.js';
 import { validatorCompiler } from './validator.js';
@@ -107,6 +108,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => healthRoutes(scope, deps));
   await app.register(async (scope) => authRoutes(scope, deps));
   await app.register(async (scope) => keyRoutes(scope, deps));
+  await app.register(async (scope) => auditRoutes(scope, deps));
   await app.register(async (scope) => jobRoutes(scope, deps));
   await app.register(async (scope) => genderRoutes(scope, deps));
   await app.register(async (scope) => webhookRoutes(scope, deps));

@@ -1,3 +1,4 @@
+import { AUDIT_ACTIONS, AuditLog } from '../auth/audit-log.js';
 import { hashPassword } from '../auth/passwords.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
@@ -46,7 +47,11 @@ export async function accountsCommand(engine: Engine, args: string[], io: CliIo)
     case 'suspend':
     case 'reinstate': {
       const { values, positionals } = parseCommand(rest, {}, 1);
-      await print(io, await billing.setStatus(positionals[0]!, sub === 'suspend' ? 'suspended' : 'active'), values.json === true, engine);
+      const suspend = sub === 'suspend';
+      const account = await billing.setStatus(positionals[0]!, suspend ? 'suspended' : 'active');
+      const audit = new AuditLog(engine.deps.store.audit, clock, engine.deps.log);
+      await audit.record(account.id, suspend ? AUDIT_ACTIONS.accountSuspended : AUDIT_ACTIONS.accountReinstated, { type: 'cli' }, account.id);
+      await print(io, account, values.json === true, engine);
       return 0;
     }
     case 'rate-limit': {

@@ -1,3 +1,4 @@
+import { AUDIT_ACTIONS, AuditLog } from '../auth/audit-log.js';
 import { ROLES, type Role } from '../auth/key-store.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
@@ -14,6 +15,7 @@ export async function keysCommand(engine: Engine, args: string[], io: CliIo): Pr
   const [sub, ...rest] = args;
   const { keys } = engine.auth;
   const now = engine.deps.clock.now();
+  const audit = new AuditLog(engine.deps.store.audit, engine.deps.clock, engine.deps.log);
   switch (sub) {
     case 'create': {
       const { values } = parseCommand(rest, { account: { type: 'string' }, name: { type: 'string' }, role: { type: 'string', default: 'admin' } }, 0);
@@ -24,6 +26,7 @@ export async function keysCommand(engine: Engine, args: string[], io: CliIo): Pr
       if (!Object.values(ROLES).includes(role as Role)) throw new AppError(ERROR_CODES.badArgument, `--role must be one of ${Object.values(ROLES).join(', ')}`);
       await engine.deps.billing.requireAccount(accountId);
       const { key, secret } = await keys.create({ accountId, name, role: role as Role, now });
+      await audit.record(accountId, AUDIT_ACTIONS.keyCreated, { type: 'cli' }, key.id);
       if (values.json) printJson(io, { id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, role: key.role, is_active: key.isActive });
       else io.stdout.write(`${secret}\n`);
       return 0;
@@ -42,9 +45,12 @@ export async function keysCommand(engine: Engine, args: string[], io: CliIo): Pr
     case 'revoke': {
       const { values, positionals } = parseCommand(rest, {}, 1);
       const id = positionals[0]!;
-      if (!(await keys.get(id))) throw new AppError(ERROR_CODES.keyNotFound, `no API key ${id}`);
+      const key = await keys.get(id);
+      if (!key) throw new AppError(ERROR_CODES.keyNotFound, `no API key ${id}`);
       const changed = sub === 'revoke' ? await keys.revoke(id, now) : await keys.setActive(id, sub === 'enable');
       if (!changed) throw new AppError(ERROR_CODES.invalidState, `API key ${id} is revoked`);
+      const action = sub === 'revoke' ? AUDIT_ACTIONS.keyRevoked : sub === 'enable' ? AUDIT_ACTIONS.keyEnabled : AUDIT_ACTIONS.keyDisabled;
+      await audit.record(key.accountId, action, { type: 'cli' }, id);
       if (values.json) printJson(io, { id, status: sub === 'revoke' ? 'revoked' : sub === 'enable' ? 'active' : 'disabled' });
       else io.stdout.write(`API key ${id} ${sub}d\n`);
       return 0;

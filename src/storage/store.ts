@@ -46,6 +46,7 @@ export interface Store {
   readonly breaches: BreachesPort;
   readonly companies: CompaniesPort;
   readonly limits: LimitsPort;
+  readonly audit: AuditPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -240,6 +241,7 @@ export interface BillingPort {
   requireAccount(id: string): Promise<Account>;
   /** For login: the account with this email (any case) and its password hash. */
   credentials(email: string): Promise<{ id: string; passwordHash: string | null; status: string } | undefined>;
+  /** A suspension also ends every session of the account, in the same atomic operation. */
   setStatus(accountId: string, status: Account['status']): Promise<Account>;
   setRateLimit(accountId: string, perMinute: number | null): Promise<Account>;
   accounts(): Promise<Account[]>;
@@ -292,9 +294,17 @@ export interface KeysPort {
 }
 
 export interface SessionsPort {
-  /** Also purges expired sessions. */
-  create(tokenHash: string, accountId: string, expiresAt: number, now: number): Promise<void>;
+  /**
+   * Also purges expired sessions. Writes nothing and returns false unless the account is active,
+   * serialised against `billing.setStatus` on the account's row: a login racing a suspension never
+   * leaves a session behind it.
+   */
+  create(tokenHash: string, accountId: string, expiresAt: number, now: number): Promise<boolean>;
   get(tokenHash: string): Promise<{ accountId: string; expiresAt: number } | undefined>;
+  /** The session's account when the session has not expired at `now` and the account is active. One read. */
+  live(tokenHash: string, now: number): Promise<string | undefined>;
+  /** Ends one session (logout); its account, or undefined when there was none. */
+  end(tokenHash: string): Promise<string | undefined>;
 }
 
 export interface IdempotencyPort {
@@ -391,4 +401,39 @@ export interface LimitsPort extends SharedRecords {
   /** How many slots of `name` are held and not expired at `now`. A read. */
   heldSlots(name: string, now: number): Promise<number>;
   // readShared and updateShared: SharedRecords (src/shared/shared-records.ts) says what they promise.
+}
+
+/** One entry of an account's audit log. Never a secret or a password: ids, names and addresses only. */
+export interface AuditRecord {
+  /** Increasing, never reused: the `before` cursor of a page. */
+  id: number;
+  accountId: string;
+  at: number;
+  action: string;
+  /** `key` (with its id and name), `session`, `login` or `cli`. */
+  actorType: string;
+  actorId: string | null;
+  actorName: string | null;
+  targetId: string | null;
+  sourceIp: string | null;
+  userAgent: string | null;
+}
+
+/** What an account's entries are cut to each time one is written. */
+export interface AuditRetention {
+  /** Entries written before this (epoch ms) are dropped. */
+  since: number;
+  /** Only the newest `max` entries of the account stay. */
+  max: number;
+}
+
+export interface AuditPort {
+  /** Writes the entry and drops the account's entries outside `keep`. Atomic. */
+  append(entry: Omit<AuditRecord, 'id'>, keep: AuditRetention): Promise<void>;
+  /**
+   * The account's newest entries first, only those with an id below `before` when it is given.
+   * A read. On PostgreSQL ids come from a sequence, so an entry may commit after a later id: a page
+   * read in that instant can miss it (audit writes are rare and short; a reader who polls sees it).
+   */
+  list(accountId: string, page: { limit: number; before?: number }): Promise<AuditRecord[]>;
 }

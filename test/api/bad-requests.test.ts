@@ -101,6 +101,18 @@ const rows: Row[] = [
   { name: '/api/keys: JSON over 64 KiB', method: 'POST', url: '/api/keys', auth: 'session', body: OVERSIZED, contentType: JSON_TYPE, status: 413, error: 'Request body is too large' },
 
   // /api/account/keys
+  // POST /api/auth/logout
+  { name: 'GET logout', method: 'GET', url: '/api/auth/logout', auth: 'session', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  { name: 'logout without a token', method: 'POST', url: '/api/auth/logout', auth: 'none', status: 401, error: 'Unauthorized' },
+
+  // GET /api/account/audit
+  { name: 'POST audit log', method: 'POST', url: '/api/account/audit', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET'] },
+  { name: 'audit log without a key', method: 'GET', url: '/api/account/audit', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'audit log with an unknown key', method: 'GET', url: '/api/account/audit', auth: 'wrong', status: 401, error: 'Unauthorized' },
+  { name: 'audit log: limit 0', method: 'GET', url: '/api/account/audit?limit=0', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'audit log: limit over 100', method: 'GET', url: '/api/account/audit?limit=101', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'audit log: before is not a number', method: 'GET', url: '/api/account/audit?before=abc', auth: 'key', status: 422, error: INVALID_REQUEST },
+
   { name: 'PUT account keys', method: 'PUT', url: '/api/account/keys', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET', 'POST', 'PATCH'] },
   { name: 'DELETE account keys', method: 'DELETE', url: '/api/account/keys', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET', 'POST', 'PATCH'] },
   { name: 'create key without a key', method: 'POST', url: '/api/account/keys', auth: 'none', body: { name: 'k' }, status: 401, error: 'Unauthorized' },

@@ -1,10 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
 import { LoginThrottle, type LoginAttempt } from '../../auth/login-throttle.js';
 import { verifyPassword } from '../../auth/passwords.js';
 import { ERROR_CODES, isAppError } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { applyRateLimit, bearer } from '../authenticate.js';
 import { httpError } from '../errors.js';
+import { requestAudit } from './audit-routes.js';
 import { keyName } from './key-routes.js';
 
 const loginBody = {
@@ -25,9 +27,19 @@ const loginResponses = {
   503: { description: 'server_busy: too many logins waiting for a password hash; Retry-After: 1', type: 'object', additionalProperties: true },
 } as const;
 
+const logoutResponses = {
+  200: {
+    description: 'The session token given as Bearer no longer works; the same answer when it had already ended or never existed',
+    type: 'object',
+    properties: { message: { type: 'string' } },
+  },
+  401: { description: 'No Bearer token', type: 'object', additionalProperties: true },
+} as const;
+
 /** Spec 4.1: log in with email and password, then make a key with the session token. */
 export async function authRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const throttle = new LoginThrottle(deps.engine.store.limits);
+  const audit = requestAudit(deps);
   app.post<{ Body: { email: string; password: string } }>('/api/auth/login', { schema: { body: loginBody, response: loginResponses, tags: ['keys'], security: [] } }, async (request, reply) => {
     const { email, password } = request.body;
     // Decided before any hash, so that a refused attempt costs the thread pool nothing.
@@ -39,11 +51,23 @@ export async function authRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
     const account = await deps.engine.billing.credentials(email.trim());
     // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
     const ok = await verifyOrWithdraw(password, account?.passwordHash ?? DUMMY_HASH, verdict.attempt, throttle, deps, reply);
-    if (!account || !account.passwordHash || !ok || account.status !== 'active') {
+    // An unknown email has no account to log it in: only attempts on a known email are audited.
+    // That write (about a millisecond) is the one timing difference left between the two, against
+    // tens of milliseconds of hash jitter, with the email throttle allowing a handful of samples.
+    if (!account) throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
+    const login = { accountId: account.id, actor: { type: 'login' } } as const;
+    if (!account.passwordHash || !ok || account.status !== 'active') {
+      await audit(request, AUDIT_ACTIONS.loginFailed, null, login);
       throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
     }
     await throttle.succeeded(verdict.attempt, deps.engine.clock.now());
+    // Undefined when a suspension came between the password check and the session.
     const session = await deps.sessions.create(account.id, deps.engine.clock.now());
+    if (!session) {
+      await audit(request, AUDIT_ACTIONS.loginFailed, null, login);
+      throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
+    }
+    await audit(request, AUDIT_ACTIONS.loginSucceeded, null, login);
     return {
       token: session.token,
       expires_at: new Date(session.expiresAt).toISOString(),
@@ -53,14 +77,24 @@ export async function authRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
 
   app.post<{ Body: unknown }>('/api/keys', { schema: { tags: ['keys'] } }, async (request, reply) => {
     const now = deps.engine.clock.now();
+    // accountFor refuses an expired session and an account that is not active.
     const accountId = await deps.sessions.accountFor(bearer(request), now);
-    if (!accountId || (await deps.engine.billing.account(accountId))?.status !== 'active') {
-      throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
-    }
+    if (!accountId) throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
     await applyRateLimit(deps, reply, accountId);
     const name = keyName(request.body);
     const { key, secret } = await deps.keys.create({ accountId, name, role: 'admin', now });
+    await audit(request, AUDIT_ACTIONS.keyCreated, key.id, { accountId, actor: { type: 'session' } });
     return { id: key.id, key: secret, name: key.name, created_at: new Date(key.createdAt).toISOString() };
+  });
+
+  app.post('/api/auth/logout', { schema: { response: logoutResponses, tags: ['keys'], security: [{ bearer: [] }] } }, async (request) => {
+    const token = bearer(request);
+    if (!token) throw httpError(401, ERROR_CODES.unauthorized, 'Unauthorized');
+    // The same answer for a live, an ended and an unknown token: logging out twice is not an
+    // error, and the answer tells nobody whether a token was ever good.
+    const accountId = await deps.sessions.end(token);
+    if (accountId) await audit(request, AUDIT_ACTIONS.sessionEnded, null, { accountId, actor: { type: 'session' } });
+    return { message: 'Logged out' };
   });
 }
 

@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
 import type { ApiKey, Role } from '../../auth/key-store.js';
 import { outranks, ROLES, SEAL_SWEEP_MS } from '../../auth/key-store.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
+import { requestAudit } from './audit-routes.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -41,6 +43,7 @@ export function keyName(body: unknown): string {
 export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   // onRequest: the key is checked (and the request counted) before the body is even read.
   app.addHook('onRequest', keyAuth(deps));
+  const audit = requestAudit(deps);
 
   // Sealed copies must not outlive their reveal window in the database (a backup of the data dir
   // would give them up with the seal key): swept at start and every SEAL_SWEEP_MS while serving,
@@ -72,6 +75,7 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       const role = (rawRole as Role | undefined) ?? caller.key.role;
       if (role === 'admin' && caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
       const { key, secret } = await deps.keys.create({ accountId: caller.accountId, name, role, now: deps.engine.clock.now() });
+      await audit(request, AUDIT_ACTIONS.keyCreated, key.id);
       return { id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, is_active: key.isActive, role: key.role };
     },
   );
@@ -100,6 +104,7 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       const key = await ownKey(caller.accountId, id);
       if (outranks(key.role, caller.key.role)) throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
       if (!(await deps.keys.setActive(key.id, action === 'enable'))) throw httpError(409, ERROR_CODES.invalidState, 'API key is revoked');
+      await audit(request, action === 'enable' ? AUDIT_ACTIONS.keyEnabled : AUDIT_ACTIONS.keyDisabled, key.id);
       return { message: action === 'disable' ? 'API key disabled' : 'API key enabled' };
     },
   );
@@ -121,7 +126,9 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       const key = await ownKey(caller.accountId, id);
       // A tech key that could read a fresh admin key's secret would be an admin key.
       if (caller.key.role !== ROLES.admin && caller.key.id !== key.id) throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
-      return { key: await deps.keys.reveal(key.id, deps.engine.clock.now()) };
+      const secret = await deps.keys.reveal(key.id, deps.engine.clock.now());
+      await audit(request, AUDIT_ACTIONS.keyRevealed, key.id);
+      return { key: secret };
     },
   );
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import type { Delivery } from '../../storage/records.js';
 import { checkWebhookUrl } from '../../webhooks/address-policy.js';
@@ -8,6 +9,7 @@ import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable, type Caller } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { testWebhook } from '../../webhooks/test-delivery.js';
+import { requestAudit } from './audit-routes.js';
 import { WebhookBody } from './webhook-body.js';
 
 const DELIVERY_LIST_LIMIT = 50;
@@ -57,6 +59,7 @@ function requireAdmin(request: FastifyRequest): Caller {
 /** Spec 4.2: webhook management, in the `{success, result, message}` envelope. */
 export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   app.addHook('onRequest', keyAuth(deps));
+  const audit = requestAudit(deps);
   const { store, deliveries, policy } = deps.webhooks;
   const now = () => deps.engine.clock.now();
 
@@ -79,10 +82,12 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
       // The token goes into the Bot API's path as it is, so it must be a token and nothing more.
       if (!TELEGRAM_TOKEN.test(token)) throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: telegram_bot_token is not a Telegram bot token');
       const { webhook } = await store.create({ accountId: caller.accountId, kind, url: '', events, description, isActive, telegram: { chatId, token }, now: now() });
+      await audit(request, AUDIT_ACTIONS.webhookCreated, webhook.id);
       return { success: true, result: webhookView(webhook), message: 'Webhook created' };
     }
     const url = await checkWebhookUrl(body.required('url'), policy);
     const { webhook, secret } = await store.create({ accountId: caller.accountId, kind, url: url.href, events, description, isActive, now: now() });
+    await audit(request, AUDIT_ACTIONS.webhookCreated, webhook.id);
     return { success: true, result: { ...webhookView(webhook), signing_secret: secret }, message: 'Webhook created; keep the signing secret to verify deliveries' };
   });
 
@@ -131,6 +136,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
     const url = webhook.kind === WEBHOOK_KINDS.generic ? (await checkWebhookUrl(body.required('url'), policy)).href : undefined;
     const updated = await store.update(webhook.id, { url, events, description, isActive }, now());
     if (!updated) throw httpError(404, ERROR_CODES.notFound, 'Webhook not found');
+    await audit(request, AUDIT_ACTIONS.webhookUpdated, webhook.id);
     return { success: true, result: { status: 'updated', webhook: webhookView(updated) }, message: 'Webhook updated' };
   });
 
@@ -140,6 +146,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
     const id = request.params.id ?? new WebhookBody(request.body).required('id');
     const webhook = await ownWebhook(caller.accountId, id);
     if (!(await store.delete(webhook.id, now()))) throw httpError(404, ERROR_CODES.notFound, 'Webhook not found');
+    await audit(request, AUDIT_ACTIONS.webhookDeleted, webhook.id);
     return { success: true, result: { status: 'deleted' }, message: 'Webhook deleted; its deliveries stopped' };
   };
   app.delete<{ Params: { id?: string }; Body: unknown }>('/api/webhooks/:id', { schema: { tags: ['webhooks'] } }, remove);

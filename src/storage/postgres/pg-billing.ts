@@ -61,9 +61,14 @@ export class PgBilling implements BillingPort {
   }
 
   async setStatus(accountId: string, status: Account['status']): Promise<Account> {
-    const { rows } = await this.db.query<Account>(`UPDATE accounts SET status = $2 WHERE id = $1 RETURNING ${ACCOUNT_COLUMNS}`, [accountId, status]);
-    if (!rows[0]) throw accountNotFound(accountId);
-    return rows[0];
+    return this.db.transaction(async (tx) => {
+      // The UPDATE's row lock orders this against sessions.create, which reads the row FOR SHARE.
+      const { rows } = await tx.query<Account>(`UPDATE accounts SET status = $2 WHERE id = $1 RETURNING ${ACCOUNT_COLUMNS}`, [accountId, status]);
+      if (!rows[0]) throw accountNotFound(accountId);
+      // A session from before a suspension must not come back to life with a reinstatement.
+      if (status === 'suspended') await tx.query('DELETE FROM sessions WHERE account_id = $1', [accountId]);
+      return rows[0];
+    });
   }
 
   async setRateLimit(accountId: string, perMinute: number | null): Promise<Account> {

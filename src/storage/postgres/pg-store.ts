@@ -1,4 +1,5 @@
 import { STORE_KINDS, type Store, type StoreHooks } from '../store.js';
+import { PgAudit } from './pg-audit.js';
 import { PgBilling } from './pg-billing.js';
 import { PgBreaches } from './pg-breaches.js';
 import { PgCompanies } from './pg-companies.js';
@@ -37,6 +38,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     breaches: new PgBreaches(db),
     companies: new PgCompanies(db),
     limits: new PgLimits(db),
+    audit: new PgAudit(db),
     async ping() {
       await db.query('SELECT 1');
     },

@@ -33,6 +33,7 @@ export class SqliteBilling implements BillingPort {
       accounts: db.prepare('SELECT id, email, credits, status, rate_limit AS rateLimit, created_at AS createdAt FROM accounts ORDER BY created_at'),
       byEmail: db.prepare('SELECT id, password_hash AS passwordHash, status FROM accounts WHERE email = ? COLLATE NOCASE'),
       setStatus: db.prepare('UPDATE accounts SET status = ? WHERE id = ?'),
+      endSessions: db.prepare('DELETE FROM sessions WHERE account_id = ?'),
       setRateLimit: db.prepare('UPDATE accounts SET rate_limit = ? WHERE id = ?'),
       addCredits: db.prepare('UPDATE accounts SET credits = credits + ? WHERE id = ?'),
       spend: db.prepare('UPDATE accounts SET credits = credits - ? WHERE id = ? AND credits >= ?'),
@@ -100,8 +101,14 @@ export class SqliteBilling implements BillingPort {
   }
 
   async setStatus(accountId: string, status: Account['status']): Promise<Account> {
-    this.requireSync(accountId);
-    this.stmts.setStatus.run(status, accountId);
+    this.db
+      .transaction(() => {
+        this.requireSync(accountId);
+        this.stmts.setStatus.run(status, accountId);
+        // A session from before a suspension must not come back to life with a reinstatement.
+        if (status === 'suspended') this.stmts.endSessions.run(accountId);
+      })
+      .immediate();
     return this.requireSync(accountId);
   }
 

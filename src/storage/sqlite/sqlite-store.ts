@@ -1,5 +1,6 @@
 import type { Store, StoreHooks } from '../store.js';
 import { openDatabase, type OpenDatabaseOptions } from './open-database.js';
+import { SqliteAudit } from './sqlite-audit.js';
 import { SqliteBilling } from './sqlite-billing.js';
 import { SqliteBreaches } from './sqlite-breaches.js';
 import { SqliteCompanies } from './sqlite-companies.js';
@@ -37,6 +38,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     breaches: new SqliteBreaches(db),
     companies: new SqliteCompanies(db),
     limits: new SqliteLimits(db),
+    audit: new SqliteAudit(db),
     async ping() {
       ping.get();
     },

@@ -1,0 +1,88 @@
+import type { Clock } from '../shared/clock.js';
+import type { Logger } from '../shared/logger.js';
+import type { AuditPort, AuditRecord } from '../storage/store.js';
+
+/** Stable names: clients filter on them, so a name is never reused for another meaning. */
+export const AUDIT_ACTIONS = {
+  keyCreated: 'key.created',
+  keyRevealed: 'key.revealed',
+  keyDisabled: 'key.disabled',
+  keyEnabled: 'key.enabled',
+  keyRevoked: 'key.revoked',
+  webhookCreated: 'webhook.created',
+  webhookUpdated: 'webhook.updated',
+  webhookDeleted: 'webhook.deleted',
+  loginSucceeded: 'login.succeeded',
+  loginFailed: 'login.failed',
+  sessionEnded: 'session.ended',
+  accountSuspended: 'account.suspended',
+  accountReinstated: 'account.reinstated',
+} as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[keyof typeof AUDIT_ACTIONS];
+
+/**
+ * Each account keeps 90 days of entries and at most its newest 10,000, cut when one is written: a
+ * key that makes and disables keys as fast as the rate limit allows cannot grow the table without
+ * bound, and nobody has to run a sweeper.
+ */
+export const AUDIT_RETENTION = { days: 90, entries: 10_000 } as const;
+const DAY_MS = 86_400_000;
+/** User agents are the client's to choose; a long one must not make an entry large. */
+const USER_AGENT_MAX = 200;
+
+export type AuditActor =
+  | { type: 'key'; id: string; name: string }
+  /** A login session's bearer token (POST /api/keys, logout). */
+  | { type: 'session' }
+  /** Email and password (login attempts). */
+  | { type: 'login' }
+  /** An operator's `sluice` command on the machine. */
+  | { type: 'cli' };
+
+export interface AuditSource {
+  ip?: string | null;
+  userAgent?: string | null;
+}
+
+/**
+ * An account's audit log: who changed its keys and webhooks and who logged in. Entries hold ids,
+ * names and the client's address, never a secret, a token or a password.
+ */
+export class AuditLog {
+  constructor(
+    private readonly port: AuditPort,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Written after the action it records has happened, so a failure here is logged and swallowed:
+   * answering 500 for a key that was in fact made would lose its one-time secret, and the caller
+   * would make another.
+   */
+  async record(accountId: string, action: AuditAction, actor: AuditActor, targetId: string | null, source: AuditSource = {}): Promise<void> {
+    const at = this.clock.now();
+    try {
+      await this.port.append(
+        {
+          accountId,
+          at,
+          action,
+          actorType: actor.type,
+          actorId: actor.type === 'key' ? actor.id : null,
+          actorName: actor.type === 'key' ? actor.name : null,
+          targetId,
+          sourceIp: source.ip ?? null,
+          userAgent: source.userAgent ? source.userAgent.slice(0, USER_AGENT_MAX) : null,
+        },
+        { since: at - AUDIT_RETENTION.days * DAY_MS, max: AUDIT_RETENTION.entries },
+      );
+    } catch (error: unknown) {
+      this.log.error({ err: error, accountId, action }, 'audit entry not written');
+    }
+  }
+
+  list(accountId: string, page: { limit: number; before?: number }): Promise<AuditRecord[]> {
+    return this.port.list(accountId, page);
+  }
+}
