@@ -11,6 +11,8 @@ WORKDIR /app
 # TypeScript build) needs the sources, so scripts are skipped here and better-sqlite3's own install
 # script is run on its own.
 COPY package.json package-lock.json ./
+# s3rver's fast-xml-parser is this local package (see vendor/), installed as a link to it.
+COPY vendor ./vendor
 RUN npm ci --ignore-scripts \
  && npm rebuild better-sqlite3
 
@@ -33,9 +35,11 @@ RUN groupadd --system sluice \
 
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/vendor ./vendor
 COPY --from=build /app/dist ./dist
 # tsc does not copy .sql files; from dist/ the engine reads them from the source tree's path.
 COPY --from=build /app/src/storage/sqlite/migrations ./src/storage/sqlite/migrations
+COPY --from=build /app/src/storage/postgres/migrations ./src/storage/postgres/migrations
 # `sluice demo` runs over this fixture.
 COPY --from=build /app/fixtures/gender-10k.csv ./fixtures/gender-10k.csv
 

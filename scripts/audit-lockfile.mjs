@@ -18,7 +18,8 @@ export function installedPackages(lock) {
     if (where === '' || entry.link || !entry.version) continue;
     const name = entry.name ?? where.slice(where.lastIndexOf('node_modules/') + 'node_modules/'.length);
     // `dev`/`devOptional`: npm leaves it out of a production install, so it never ships.
-    found.push({ name, version: entry.version, path: where, runtime: !entry.dev && !entry.devOptional });
+    // `local`: a `file:` directory of this repository (vendor/...), not the registry package of that name.
+    found.push({ name, version: entry.version, path: where, runtime: !entry.dev && !entry.devOptional, local: !where.includes('node_modules/') });
   }
   return found;
 }
@@ -27,6 +28,8 @@ export function installedPackages(lock) {
 export function lockfileFindings(lock, advisories) {
   const findings = [];
   for (const installed of installedPackages(lock)) {
+    // Registry advisories describe the published package; a local one shares only its name.
+    if (installed.local) continue;
     for (const advisory of advisories) {
       if (advisory.package !== installed.name) continue;
       if (!semver.satisfies(installed.version, advisory.vulnerable, { includePrerelease: true })) continue;
@@ -102,6 +105,10 @@ function main() {
     findings = lockfileFindings(lock, known.advisories);
   }
 
+  const local = installedPackages(lock).filter((p) => p.local);
+  if (local.length) {
+    console.log(`audit: local packages, reviewed with this repository, not matched against registry advisories: ${local.map((p) => `${p.name}@${p.version} (${p.path})`).join(', ')}`);
+  }
   const result = verdict(findings, known.accepted);
   for (const f of result.failing) console.log(`audit: FAIL ${describe(f)}`);
   for (const f of result.devOnly) console.log(`audit: dev only, not failed: ${describe(f)}`);
