@@ -13,7 +13,20 @@ export interface JobOptions {
    * the job fails with `error_budget_exceeded`. Unset in jobs created before budgets existed.
    */
   maxErrorRate?: number;
+  /** The input's cell separator, when the caller gave it; unset: detected from the first lines. */
+  delimiter?: InputDelimiter;
+  /** The input's text encoding, when the caller gave it; unset: detected (see the README's input rules). */
+  encoding?: InputEncoding;
+  /** Header of the column holding each row's country, for phone numbers written without a country code. */
+  countryColumn?: string;
+  /** Result files start with a UTF-8 BOM, so that Excel opens accented text correctly. */
+  excel?: boolean;
 }
+
+export const INPUT_DELIMITERS = [',', ';', '\t', '|'] as const;
+export type InputDelimiter = (typeof INPUT_DELIMITERS)[number];
+export const INPUT_ENCODINGS = ['utf-8', 'utf-16le', 'utf-16be', 'windows-1252', 'iso-8859-1'] as const;
+export type InputEncoding = (typeof INPUT_ENCODINGS)[number];
 
 export interface JobRecord {
   id: string;
