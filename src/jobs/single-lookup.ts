@@ -78,7 +78,9 @@ export async function singleLookup<R>(
     kind,
     charge,
     cache: cached === undefined && !provider.answersLocally ? [{ kind, key, result }] : [],
-    event: (credits) => lookupEvent(accountId, kind, key, answer, credits, now),
+    // A free repeat announces nothing: the paid lookup of the key already did, and repeats would let
+    // an account multiply events (and their POSTs) at no cost.
+    ...(repeat ? {} : { event: (credits: number) => lookupEvent(accountId, kind, key, answer, credits, now) }),
     now,
   });
   if (!committed.ok) return { ok: false, reason: 'insufficient_credits' };

@@ -70,6 +70,10 @@ export const ERROR_CODES = {
   blockedAddress: 'blocked_address',
   deliveryTimeout: 'delivery_timeout',
   deliveryUnreachable: 'delivery_unreachable',
+  /** The account has as many webhooks as it may (MAX_WEBHOOKS_PER_ACCOUNT): delete one first. */
+  tooManyWebhooks: 'too_many_webhooks',
+  /** A delivery never sent: its account already had MAX_PENDING_DELIVERIES_PER_ACCOUNT pending. */
+  backlogFull: 'backlog_full',
   internal: 'internal',
 } as const;
 

@@ -318,7 +318,12 @@ export interface IdempotencyPort {
 }
 
 export interface WebhooksPort {
-  insert(row: NewWebhookRow): Promise<void>;
+  /**
+   * With `maxPerAccount`, `too_many_webhooks` (409) when the account already has that many webhooks
+   * (paused ones count, deleted ones do not). Serialised per account: the count and the insert are
+   * one transaction under a per-account lock, so two creates racing for the last place never both pass.
+   */
+  insert(row: NewWebhookRow, maxPerAccount?: number): Promise<void>;
   /** Not deleted. */
   get(id: string): Promise<WebhookRow | undefined>;
   list(accountId: string, limit: number, offset: number): Promise<{ webhooks: WebhookRow[]; total: number }>;
@@ -334,10 +339,21 @@ export interface DeliveriesPort {
   /**
    * Turns unsent outbox events into one pending delivery per active webhook subscribed now, and
    * marks them sent. Atomic and serialised: no event is relayed twice or lost.
+   *
+   * With `maxPendingPerAccount`, an account that already has that many pending deliveries (of
+   * webhooks not deleted) gets the rest of an event's deliveries recorded as `failed` with
+   * `backlog_full` and no attempt: kept, listed, redeliverable, never sent by themselves. Serialised
+   * per account, so two relays together do not pass the bound.
    */
-  relayOutbox(now: number, limit?: number): Promise<number>;
-  /** Claims due deliveries for `leaseMs`. Serialised: no two senders claim one delivery. */
-  claimDue(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]>;
+  relayOutbox(now: number, limit?: number, maxPendingPerAccount?: number): Promise<number>;
+  /**
+   * Claims due deliveries for `leaseMs`. Serialised: no two senders claim one delivery. Fair between
+   * accounts: round-robin, each account's oldest due first. With `perAccount` (default: no cap), an
+   * account's live claims (any sender's, not run out at `now`) count against it: no claim takes an
+   * account past `perAccount` live claims across all senders sharing the database (serialised per account),
+   * so one account's backlog or slow receivers never hold back another account's delivery.
+   */
+  claimDue(owner: string, now: number, leaseMs: number, limit: number, perAccount?: number): Promise<Delivery[]>;
   /** Fenced by the claim's owner; false when the claim was lost. */
   recordAttempt(id: string, owner: string, attempt: AttemptRecord): Promise<boolean>;
   recordTest(webhookId: string, messageId: string, attempt: AttemptRecord): Promise<Delivery>;

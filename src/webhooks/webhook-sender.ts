@@ -20,12 +20,31 @@ export const RETRY_POLICY = {
   maxRetryAfterMs: 15 * 60_000,
 } as const;
 
+/**
+ * What one account may hold of the delivery machinery, so that its fan-out cannot delay other
+ * accounts' deliveries (issue 16: 3,600 POSTs of one account held another's one delivery 26.5 s).
+ */
+export const DELIVERY_LIMITS = {
+  /** Deliveries attempted at once by one process. */
+  concurrency: 8,
+  /**
+   * Attempts of one account in flight at once, counted over every sender sharing the database
+   * (the claim counts the account's live claims): the other slots stay free for the others.
+   */
+  inFlightPerAccount: 4,
+  /** Pending deliveries one account may have; the relay records the excess as failed (backlog_full). */
+  pendingPerAccount: 10_000,
+} as const;
+
 export interface SenderOptions {
   /** How long an idle sender sleeps before looking again (new events also wake it). */
   pollMs: number;
   attemptTimeoutMs: number;
   /** Deliveries attempted at once by this process. */
   concurrency?: number;
+  /** Of `concurrency`, at most this many of one account. */
+  inFlightPerAccount?: number;
+  maxPendingPerAccount?: number;
   backoffMs?: readonly number[];
 }
 
@@ -51,44 +70,57 @@ export function afterAttempt(result: PostResult, attemptsMade: number, now: numb
  * Delivers pending webhook deliveries, in any process that shares the database: relays committed
  * outbox events into deliveries, claims the due ones (the claim outlives one attempt, so a crashed
  * sender's work is taken over), attempts each and records the outcome under its claim.
+ *
+ * A pool, not rounds: an attempt that ends frees its slot for the next claim at once. Waiting for
+ * a round's slowest attempt let one account whose receiver hangs until the timeout hold every other
+ * account's deliveries for that long, round after round.
  */
 export class WebhookSender {
   readonly id = `sender-${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private stopping = false;
+  /** Set by an attempt that ends or by wake(): a claim now may find work the last one did not. */
+  private signalled = false;
   private wakeUp: (() => void) | undefined;
   private readonly claimMs: number;
+  private readonly concurrency: number;
+  /** Attempts started and not yet recorded. */
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     private readonly deps: SenderDeps,
     private readonly options: SenderOptions,
   ) {
     this.claimMs = options.attemptTimeoutMs + 5_000;
+    this.concurrency = options.concurrency ?? DELIVERY_LIMITS.concurrency;
   }
 
-  /** One round; returns how many deliveries it attempted. */
+  /** Claims what the free slots and the per-account cap allow and waits for those attempts; returns how many it made. */
   async tick(): Promise<number> {
-    const { deliveries, clock } = this.deps;
-    while ((await deliveries.relayOutbox(clock.now())) > 0);
-    const due = await deliveries.claimDue(this.id, clock.now(), this.claimMs, this.options.concurrency ?? 8);
-    await Promise.all(due.map((d) => this.deliver(d)));
-    return due.length;
+    const started = await this.fill();
+    await Promise.all(started);
+    return started.length;
   }
 
+  /** Until stop(); then lets the attempts in flight finish and record before it returns. */
   async run(): Promise<void> {
     while (!this.stopping) {
-      let busy = 0;
+      this.signalled = false;
+      const claimedAt = this.deps.clock.now();
+      let failed = false;
       try {
-        busy = await this.tick();
+        await this.fill();
       } catch (e: unknown) {
-        this.deps.log.error({ err: toAppError(e) }, 'webhook round failed');
+        failed = true;
+        this.deps.log.error({ err: toAppError(e) }, 'webhook claim failed');
       }
-      if (busy === 0 && !this.stopping) await this.idle();
+      if (!this.stopping) await this.pause(failed ? undefined : claimedAt);
     }
+    await Promise.allSettled([...this.inFlight]);
   }
 
   /** New events are waiting (this process just committed some): look now rather than at the next poll. */
   wake(): void {
-    this.wakeUp?.();
+    this.signal();
   }
 
   stop(): void {
@@ -96,13 +128,60 @@ export class WebhookSender {
     this.wakeUp?.();
   }
 
-  private async idle(): Promise<void> {
-    const next = await this.deps.deliveries.nextDueAt();
-    const wait = next === undefined ? this.options.pollMs : Math.min(this.options.pollMs, Math.max(0, next - this.deps.clock.now()));
+  /**
+   * Relays, then claims up to the free slots and starts an attempt for each claimed delivery;
+   * returns the attempts started, each settling when recorded (rejecting when it failed).
+   */
+  private async fill(): Promise<Promise<void>[]> {
+    const free = this.concurrency - this.inFlight.size;
+    if (free <= 0) return [];
+    const { deliveries, clock } = this.deps;
+    while ((await deliveries.relayOutbox(clock.now(), undefined, this.options.maxPendingPerAccount ?? DELIVERY_LIMITS.pendingPerAccount)) > 0);
+    const perAccount = this.options.inFlightPerAccount ?? DELIVERY_LIMITS.inFlightPerAccount;
+    const due = await deliveries.claimDue(this.id, clock.now(), this.claimMs, free, perAccount);
+    return due.map((delivery) => this.start(delivery));
+  }
+
+  private start(delivery: Delivery): Promise<void> {
+    const attempt = this.deliver(delivery);
+    const tracked = attempt
+      .catch((e: unknown) => this.deps.log.error({ err: toAppError(e), deliveryId: delivery.id }, 'webhook attempt failed'))
+      .finally(() => {
+        this.inFlight.delete(tracked);
+        this.signal();
+      });
+    this.inFlight.add(tracked);
+    return attempt;
+  }
+
+  private signal(): void {
+    this.signalled = true;
+    this.wakeUp?.();
+  }
+
+  /**
+   * Until an attempt ends, wake() or stop(), or a delivery may have fallen due. A delivery that
+   * was due when the last claim ran and was not taken is held by its account's cap or by another
+   * sender: looking again at once would spin until an attempt ends, so that waits for the poll.
+   * `claimedAt` is undefined when the claim failed.
+   */
+  private async pause(claimedAt: number | undefined): Promise<void> {
     const abort = new AbortController();
     this.wakeUp = () => abort.abort();
-    await sleep(wait, undefined, { signal: abort.signal }).catch(() => undefined);
-    this.wakeUp = undefined;
+    try {
+      if (this.signalled || this.stopping) return;
+      const wait = this.inFlight.size >= this.concurrency || claimedAt === undefined ? this.options.pollMs : await this.untilDue(claimedAt);
+      await sleep(wait, undefined, { signal: abort.signal }).catch(() => undefined);
+    } finally {
+      this.wakeUp = undefined;
+    }
+  }
+
+  private async untilDue(claimedAt: number): Promise<number> {
+    const { pollMs } = this.options;
+    const next = await this.deps.deliveries.nextDueAt().catch(() => undefined);
+    if (next === undefined || next <= claimedAt) return pollMs;
+    return Math.min(pollMs, Math.max(0, next - this.deps.clock.now()));
   }
 
   private async deliver(delivery: Delivery): Promise<void> {

@@ -9,6 +9,12 @@ export const WEBHOOK_EVENTS = { bulkCompleted: 'bulk.completed', lookupCompleted
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[keyof typeof WEBHOOK_EVENTS];
 export const TEST_EVENT = 'test';
 
+/**
+ * Webhooks one account may have, paused ones included (deleted ones not): every event an account
+ * causes is one POST per subscribed webhook, so this bounds the fan-out of one event.
+ */
+export const MAX_WEBHOOKS_PER_ACCOUNT = 25;
+
 export const WEBHOOK_KINDS = { generic: 'generic', telegram: 'telegram' } as const;
 export type WebhookKind = (typeof WEBHOOK_KINDS)[keyof typeof WEBHOOK_KINDS];
 
@@ -43,7 +49,10 @@ export class WebhookStore {
     private readonly sealKey: Buffer,
   ) {}
 
-  /** Returns the signing secret of a generic webhook once, here; later only an admin reads it. */
+  /**
+   * Returns the signing secret of a generic webhook once, here; later only an admin reads it.
+   * `too_many_webhooks` (409) past MAX_WEBHOOKS_PER_ACCOUNT.
+   */
   async create(input: NewWebhook): Promise<{ webhook: Webhook; secret: string | undefined }> {
     const id = randomUUID();
     const secret = input.kind === WEBHOOK_KINDS.generic ? newSigningSecret() : undefined;
@@ -59,7 +68,7 @@ export class WebhookStore {
       telegramChat: input.telegram?.chatId ?? null,
       telegramTokenSealed: input.telegram ? seal(input.telegram.token, this.sealKey) : null,
       now: input.now,
-    });
+    }, MAX_WEBHOOKS_PER_ACCOUNT);
     return { webhook: (await this.get(id))!, secret };
   }
 

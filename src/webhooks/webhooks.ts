@@ -3,7 +3,7 @@ import type { Logger } from '../shared/logger.js';
 import type { DeliveriesPort } from '../storage/store.js';
 import type { AddressPolicy } from './address-policy.js';
 import type { WebhookClient } from './webhook-client.js';
-import { WebhookSender } from './webhook-sender.js';
+import { WebhookSender, type SenderOptions } from './webhook-sender.js';
 import type { WebhookStore } from './webhook-store.js';
 
 /** The webhook side of an open engine: what the API and the sender work with. */
@@ -17,9 +17,14 @@ export interface Webhooks {
 }
 
 /** A sender over an engine's webhooks, for the processes that deliver (`serve`, `worker`, the demo). */
-export function webhookSender(webhooks: Webhooks, clock: Clock, log: Logger, options: { pollMs: number; backoffMs?: readonly number[] }): WebhookSender {
+export function webhookSender(
+  webhooks: Webhooks,
+  clock: Clock,
+  log: Logger,
+  options: Pick<SenderOptions, 'pollMs' | 'backoffMs' | 'concurrency' | 'inFlightPerAccount' | 'maxPendingPerAccount'>,
+): WebhookSender {
   return new WebhookSender(
     { webhooks: webhooks.store, deliveries: webhooks.deliveries, client: webhooks.client, clock, log: log.child({ component: 'webhooks' }) },
-    { pollMs: options.pollMs, attemptTimeoutMs: webhooks.attemptTimeoutMs, ...(options.backoffMs ? { backoffMs: options.backoffMs } : {}) },
+    { ...options, attemptTimeoutMs: webhooks.attemptTimeoutMs },
   );
 }

@@ -150,6 +150,70 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL webhooks, deliveries, keys and
     expect(await b.deliveries.claimDue('late', NOW + 20, CLAIM_MS, 20)).toEqual([]);
   });
 
+  it('capped claims racing from two pools never take an account past its cap of live claims, and one more claim fills every cap', async () => {
+    const { peers } = await openPeers(2);
+    const [a, b] = peers as [Peer, Peer];
+    const accounts = ['acc_1', 'acc_2', 'acc_3'];
+    for (const account of accounts) {
+      for (let i = 0; i < 2; i++) await subscribe(a, account, `wh_${account}_${i}`, ['bulk.completed']);
+      await a.db.transaction(async (tx) => {
+        for (let i = 0; i < 30; i++) await addToOutbox(tx, { id: `evt_${account}_${i}`, event: 'bulk.completed', accountId: account, payload: { n: i } }, NOW + i);
+      });
+    }
+    expect(await a.deliveries.relayOutbox(NOW + 100, 1000)).toBe(90);
+
+    const live = async () =>
+      (
+        await a.db.query<{ account: string; n: number }>(
+          `SELECT w.account_id AS account, count(*)::int AS n FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+            WHERE d.claimed_until >= $1 GROUP BY w.account_id ORDER BY w.account_id`,
+          [NOW + 200],
+        )
+      ).rows;
+    for (let round = 0; round < 3; round++) {
+      const claims = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? a : b).deliveries.claimDue(`sender_${round}_${i}`, NOW + 200, CLAIM_MS, 3, 4)),
+      );
+      const claimed = claims.flat().map((d) => d.id);
+      expect(new Set(claimed).size).toBe(claimed.length);
+      for (const { n } of await live()) expect(n).toBeLessThanOrEqual(4);
+    }
+    // A claimer passed over an account that another was claiming; one more claim fills every cap.
+    await a.deliveries.claimDue('sender_last', NOW + 200, CLAIM_MS, 12, 4);
+    expect(await live()).toEqual(accounts.map((account) => ({ account, n: 4 })));
+  });
+
+  it('a capped claim passes over an account another claimer is claiming, so a snapshot taken before that commits cannot pass the cap', async () => {
+    const { url, peers } = await openPeers(1);
+    const [p] = peers as [Peer];
+    await subscribe(p, 'acc_1', 'wh_a', ['bulk.completed']);
+    await subscribe(p, 'acc_1', 'wh_p', ['bulk.completed']);
+    await queueEvents(p, 'acc_1', 4);
+    await p.deliveries.relayOutbox(NOW, 100);
+    const paused = { url: 'https://hooks.example.com/wh_p', events: ['bulk.completed'], description: '' };
+    await p.webhooks.update('wh_p', { ...paused, isActive: false }, NOW);
+    expect(await p.deliveries.claimDue('sender_z', NOW + 10, CLAIM_MS, 2, 4)).toHaveLength(2);
+
+    // Another sender mid-claim, as claimDue does it: the account's claim lock held, two more claimed, not yet committed.
+    const holder = new pg.Client({ connectionString: url });
+    clients.push(holder);
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.claims:' || 'acc_1'))");
+    await holder.query(
+      `UPDATE webhook_deliveries SET claimed_by = 'sender_h', claimed_until = $1
+        WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = 'wh_a' AND claimed_by IS NULL)`,
+      [NOW + 10 + CLAIM_MS],
+    );
+    // Resumed meanwhile: its older deliveries come first in a snapshot that still counts two live claims.
+    await p.webhooks.update('wh_p', { ...paused, isActive: true }, NOW);
+    expect(await p.deliveries.claimDue('sender_y', NOW + 20, CLAIM_MS, 10, 4)).toEqual([]);
+    await holder.query('COMMIT');
+    expect(await p.deliveries.claimDue('sender_y', NOW + 30, CLAIM_MS, 10, 4)).toEqual([]);
+    const { rows } = await p.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries WHERE claimed_until >= $1', [NOW + 30]);
+    expect(rows[0]!.n).toBe(4);
+  });
+
   it('refuses the attempt of a sender whose claim another has taken over, and of one whose delivery is finished', async () => {
     const { peers } = await openPeers(1);
     const [p] = peers as [Peer];

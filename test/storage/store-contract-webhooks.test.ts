@@ -233,4 +233,105 @@ describe.each(TEST_STORES)('Store contract on %s: webhooks and deliveries', (kin
       expect(await store.deliveries.claimDue('sender-a', NOW + 3, CLAIM_MS, 10)).toHaveLength(1);
     });
   });
+
+  describe('fair shares between accounts (issue 16 item 4)', () => {
+    it('refuses a webhook past the cap with too_many_webhooks, even to creates racing for the last places', async () => {
+      const creates = Array.from({ length: 12 }, (_, i) => subscribe(store, 'acc_1', ['lookup.completed'], { id: `wh_${i}` }).catch((e: unknown) => e));
+      await subscribe(store, 'acc_1', ['bulk.completed'], { id: 'wh_before' });
+      const raced = Array.from({ length: 12 }, (_, i) =>
+        store.webhooks.insert({ ...row(`wh_race_${i}`, 'acc_2'), now: NOW }, 5).then(
+          () => 'made',
+          (e: unknown) => (e as { code?: string; statusCode?: number }).code + ':' + (e as { statusCode?: number }).statusCode,
+        ),
+      );
+      await Promise.all(creates);
+      const outcomes = await Promise.all(raced);
+      expect(outcomes.filter((o) => o === 'made')).toHaveLength(5);
+      expect(outcomes.filter((o) => o === 'too_many_webhooks:409')).toHaveLength(7);
+      expect((await store.webhooks.list('acc_2', 100, 0)).total).toBe(5);
+      // Without a cap nothing is refused (acc_1 has 13); a deleted webhook frees its place, a paused one does not.
+      expect((await store.webhooks.list('acc_1', 100, 0)).total).toBe(13);
+      const made = (await store.webhooks.list('acc_2', 100, 0)).webhooks;
+      await store.webhooks.update(made[0]!.id, { url: made[0]!.url, events: made[0]!.events, description: '', isActive: false }, NOW);
+      await expect(store.webhooks.insert({ ...row('wh_paused_full', 'acc_2'), now: NOW }, 5)).rejects.toMatchObject({ code: 'too_many_webhooks' });
+      await store.webhooks.remove(made[1]!.id, NOW);
+      await store.webhooks.insert({ ...row('wh_after_delete', 'acc_2'), now: NOW }, 5);
+      expect((await store.webhooks.list('acc_2', 100, 0)).total).toBe(5);
+    });
+
+    it("claims another account's due delivery before the rest of one account's older backlog, at most `perAccount` of each", async () => {
+      const big = await newAccount(store, 100, 'acc_big');
+      const small = await newAccount(store, 100, 'acc_small');
+      for (let i = 0; i < 3; i++) await subscribe(store, big.id, ['bulk.completed'], { id: `wh_big_${i}` });
+      const lone = await subscribe(store, small.id, ['bulk.completed'], { id: 'wh_small' });
+      for (let i = 0; i < 4; i++) await endedJob(big.id, `job_big_${i}`, NOW + i);
+      await store.deliveries.relayOutbox(NOW + 10);
+      await endedJob(small.id, 'job_small', NOW + 20);
+      await store.deliveries.relayOutbox(NOW + 30);
+      const owners = async (claimed: Promise<{ webhookId: string }[]>) => (await claimed).map((d) => (d.webhookId === lone ? 'small' : 'big')).sort();
+      // 12 older deliveries of one account, then one of another: the first claim of 3 holds it.
+      expect(await owners(store.deliveries.claimDue('sender-a', NOW + 40, CLAIM_MS, 3))).toEqual(['big', 'big', 'small']);
+      // sender-a's two live claims count against the cap: a cap of 3 leaves one.
+      expect(await owners(store.deliveries.claimDue('sender-b', NOW + 40, CLAIM_MS, 8, 3))).toEqual(['big']);
+      expect(await owners(store.deliveries.claimDue('sender-c', NOW + 40, CLAIM_MS, 20))).toHaveLength(9);
+    });
+
+    it("counts an account's live claims by any sender against `perAccount`, and frees a place when a claim is recorded or runs out", async () => {
+      const busy = await newAccount(store, 100, 'acc_busy');
+      const other = await newAccount(store, 100, 'acc_other');
+      for (let i = 0; i < 3; i++) await subscribe(store, busy.id, ['bulk.completed'], { id: `wh_busy_${i}` });
+      const lone = await subscribe(store, other.id, ['bulk.completed'], { id: 'wh_other' });
+      for (let i = 0; i < 3; i++) await endedJob(busy.id, `job_busy_${i}`, NOW + i);
+      await store.deliveries.relayOutbox(NOW + 10);
+      const held = await store.deliveries.claimDue('sender-a', NOW + 20, CLAIM_MS, 10, 4);
+      expect(held).toHaveLength(4);
+      await endedJob(other.id, 'job_other', NOW + 21);
+      await store.deliveries.relayOutbox(NOW + 22);
+
+      // Another sender, another process's claim: nothing more of the busy account, the other's one.
+      expect((await store.deliveries.claimDue('sender-b', NOW + 30, CLAIM_MS, 10, 4)).map((d) => d.webhookId)).toEqual([lone]);
+      expect(await store.deliveries.claimDue('sender-b', NOW + 31, CLAIM_MS, 10, 4)).toEqual([]);
+      // Without a cap the live claims do not count.
+      expect(await store.deliveries.claimDue('sender-c', NOW + 31, CLAIM_MS, 1)).toHaveLength(1);
+
+      // One of sender-a's attempts is recorded (still pending, due later): its place is free again.
+      expect(await store.deliveries.recordAttempt(held[0]!.id, 'sender-a', attempt({ status: 'pending', nextAttemptAt: NOW + 60_000, errorCode: 'timeout' }))).toBe(true);
+      const after = await store.deliveries.claimDue('sender-b', NOW + 40, CLAIM_MS, 10, 5);
+      expect(after).toHaveLength(1);
+      expect(held.map((d) => d.id)).not.toContain(after[0]!.id);
+      // Once sender-a's claims run out they count no more, and are taken over (oldest first) up to
+      // the cap: sender-b's and sender-c's two claims are still live, so a cap of 5 leaves three.
+      const late = NOW + 20 + CLAIM_MS + 1;
+      const retaken = await store.deliveries.claimDue('sender-b', late, CLAIM_MS, 10, 5);
+      expect(retaken.map((d) => d.id).sort()).toEqual(held.slice(1).map((d) => d.id).sort());
+    });
+
+    it("bounds an account's pending deliveries: the excess is kept as failed backlog_full, not sent, and others are unaffected", async () => {
+      const noisy = await newAccount(store, 100, 'acc_noisy');
+      const quiet = await newAccount(store, 100, 'acc_quiet');
+      const hooks = [];
+      for (let i = 0; i < 3; i++) hooks.push(await subscribe(store, noisy.id, ['bulk.completed'], { id: `wh_noisy_${i}` }));
+      const quietHook = await subscribe(store, quiet.id, ['bulk.completed'], { id: 'wh_quiet' });
+      for (let i = 0; i < 3; i++) await endedJob(noisy.id, `job_n${i}`, NOW + i);
+      await endedJob(quiet.id, 'job_q', NOW + 5);
+      await store.deliveries.relayOutbox(NOW + 10, 100, 4);
+      // A second relay counts what the first left pending.
+      await endedJob(noisy.id, 'job_n3', NOW + 11);
+      await store.deliveries.relayOutbox(NOW + 12, 100, 4);
+      const all = (await Promise.all(hooks.map((h) => store.deliveries.list(h, 100)))).flat();
+      expect(all).toHaveLength(12);
+      expect(all.filter((d) => d.status === 'pending')).toHaveLength(4);
+      const dropped = all.filter((d) => d.status === 'failed');
+      expect(dropped).toHaveLength(8);
+      for (const d of dropped) expect(d).toMatchObject({ errorCode: 'backlog_full', attempts: 0, nextAttemptAt: null });
+      expect(await store.deliveries.list(quietHook, 10)).toMatchObject([{ status: 'pending' }]);
+      expect(await store.deliveries.claimDue('sender-a', NOW + 20, CLAIM_MS, 100)).toHaveLength(5);
+      // A dropped delivery can still be sent again by hand.
+      expect(await store.deliveries.redeliver(dropped[0]!.id, NOW + 30)).toBe(true);
+    });
+  });
+
+  function row(id: string, accountId: string) {
+    return { id, accountId, kind: 'generic', url: 'https://hooks.example.com/in', events: ['bulk.completed'], description: '', isActive: true, secretSealed: 's', telegramChat: null, telegramTokenSealed: null };
+  }
 });

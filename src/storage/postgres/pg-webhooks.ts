@@ -1,3 +1,4 @@
+import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import type { NewWebhookRow, WebhookRow } from '../records.js';
 import type { WebhooksPort } from '../store.js';
 import type { PgDatabase } from './pg-database.js';
@@ -11,12 +12,24 @@ const COLUMNS = `id, account_id AS "accountId", kind, url, events, description, 
 export class PgWebhooks implements WebhooksPort {
   constructor(private readonly db: PgDatabase) {}
 
-  async insert(row: NewWebhookRow): Promise<void> {
-    await this.db.query(
+  /**
+   * At READ COMMITTED two creates would each count the other's row as absent and both pass the
+   * cap: a transaction-scoped advisory lock per account makes the second one count after the first
+   * commits. Accounts need no row here, so the lock is on the account id, not on a row.
+   */
+  async insert(row: NewWebhookRow, maxPerAccount?: number): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      if (maxPerAccount !== undefined) {
+        await tx.query("SELECT pg_advisory_xact_lock(hashtext('sluice.webhooks:' || $1))", [row.accountId]);
+        const { rows } = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks WHERE account_id = $1 AND deleted_at IS NULL', [row.accountId]);
+        if (rows[0]!.n >= maxPerAccount) throw tooMany(maxPerAccount);
+      }
+      await tx.query(
       `INSERT INTO webhooks (id, account_id, kind, url, events, description, is_active, secret_sealed,
          telegram_chat, telegram_token_sealed, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
       [row.id, row.accountId, row.kind, row.url, JSON.stringify(row.events), row.description, row.isActive, row.secretSealed, row.telegramChat, row.telegramTokenSealed, row.now],
-    );
+      );
+    });
   }
 
   async get(id: string): Promise<WebhookRow | undefined> {
@@ -65,6 +78,10 @@ export class PgWebhooks implements WebhooksPort {
     );
     return rows[0];
   }
+}
+
+function tooMany(maxPerAccount: number): AppError {
+  return new AppError(ERROR_CODES.tooManyWebhooks, `An account may have at most ${maxPerAccount} webhooks; delete one before adding another`, { statusCode: 409 });
 }
 
 function fromRow(row: Row): WebhookRow {

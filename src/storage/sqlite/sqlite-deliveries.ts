@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ERROR_CODES } from '../../shared/errors.js';
 import type { AttemptRecord, Delivery } from '../records.js';
 import type { DeliveriesPort } from '../store.js';
 import type { Db } from './open-database.js';
@@ -27,11 +28,36 @@ export class SqliteDeliveries implements DeliveriesPort {
         `INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?)`,
       ),
+      anyDue: db.prepare(
+        `SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+          WHERE d.status = 'pending' AND d.next_attempt_at <= @now AND (d.claimed_until IS NULL OR d.claimed_until < @now)
+            AND w.deleted_at IS NULL AND w.is_active = 1 LIMIT 1`,
+      ),
+      // Round-robin: every account's oldest due delivery comes before any account's second. With a
+      // cap, the account's live claims (any sender's) take its first turns: an account with
+      // `perAccount` attempts in flight anywhere gets none until one ends.
       due: db.prepare(
-        `SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.claimed_until IS NULL OR d.claimed_until < ?)
-            AND w.deleted_at IS NULL AND w.is_active = 1
-          ORDER BY d.next_attempt_at LIMIT ?`,
+        `WITH live AS (
+           SELECT w.account_id AS account, count(*) AS n FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+            WHERE @perAccount IS NOT NULL AND d.status = 'pending' AND d.claimed_until >= @now
+            GROUP BY w.account_id)
+         SELECT id FROM (
+           SELECT d.id, d.next_attempt_at AS at, d.rowid AS r,
+                  ROW_NUMBER() OVER (PARTITION BY w.account_id ORDER BY d.next_attempt_at, d.rowid) AS turn, w.account_id AS account
+             FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+            WHERE d.status = 'pending' AND d.next_attempt_at <= @now AND (d.claimed_until IS NULL OR d.claimed_until < @now)
+              AND w.deleted_at IS NULL AND w.is_active = 1) AS t
+           LEFT JOIN live l ON l.account = t.account
+          WHERE @perAccount IS NULL OR t.turn + coalesce(l.n, 0) <= @perAccount
+          ORDER BY t.turn + coalesce(l.n, 0), t.at, t.r LIMIT @limit`,
+      ),
+      pendingOf: db.prepare(
+        `SELECT count(*) AS n FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+          WHERE w.account_id = ? AND w.deleted_at IS NULL AND d.status = 'pending'`,
+      ),
+      insertDropped: db.prepare(
+        `INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, message_id, event_type, payload, status, attempts, error_code, created_at)
+         VALUES (?, ?, ?, ?, ?, 'failed', 0, '${ERROR_CODES.backlogFull}', ?)`,
       ),
       claim: db.prepare('UPDATE webhook_deliveries SET claimed_by = ?, claimed_until = ? WHERE id = ?'),
       get: db.prepare(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.id = ?`),
@@ -61,15 +87,23 @@ export class SqliteDeliveries implements DeliveriesPort {
    * Fans committed events out to the webhooks subscribed at this moment. A webhook paused or
    * created later does not get the event; one paused later keeps it pending until resumed.
    */
-  async relayOutbox(now: number, limit = 100): Promise<number> {
+  async relayOutbox(now: number, limit = 100, maxPendingPerAccount = Infinity): Promise<number> {
     // Read first: an idle sender must not take the write lock on every poll.
     if (!this.s.anyUnsent.get()) return 0;
     return this.db
       .transaction(() => {
         const events = this.s.unsent.all(limit) as Array<{ id: string; event: string; accountId: string | null; payload: string }>;
+        // Counted once per account and batch, then kept up to date here: the transaction is the only writer.
+        const pending = new Map<string, number>();
         for (const e of events) {
           for (const webhookId of e.accountId === null ? [] : this.subscribers(e.accountId, e.event)) {
-            this.s.insert.run(randomUUID(), webhookId, e.id, e.event, e.payload, now, now);
+            const held = pending.get(e.accountId!) ?? (this.s.pendingOf.get(e.accountId) as { n: number }).n;
+            if (held < maxPendingPerAccount) {
+              pending.set(e.accountId!, held + this.s.insert.run(randomUUID(), webhookId, e.id, e.event, e.payload, now, now).changes);
+            } else {
+              pending.set(e.accountId!, held);
+              this.s.insertDropped.run(randomUUID(), webhookId, e.id, e.event, e.payload, now);
+            }
           }
           this.s.markSent.run(now, e.id);
         }
@@ -78,12 +112,16 @@ export class SqliteDeliveries implements DeliveriesPort {
       .immediate();
   }
 
-  /** Takes up to `limit` due deliveries for `leaseMs`; a sender that dies lets them go when it ends. */
-  async claimDue(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]> {
-    if (this.s.due.all(now, now, 1).length === 0) return [];
+  /**
+   * Takes up to `limit` due deliveries for `leaseMs`; a sender that dies lets them go when it ends.
+   * The live claims are counted inside the write transaction, so two senders never both see an
+   * account below its cap.
+   */
+  async claimDue(owner: string, now: number, leaseMs: number, limit: number, perAccount?: number): Promise<Delivery[]> {
+    if (!this.s.anyDue.get({ now })) return [];
     return this.db
       .transaction(() => {
-        const ids = (this.s.due.all(now, now, limit) as Array<{ id: string }>).map((r) => r.id);
+        const ids = (this.s.due.all({ now, perAccount: perAccount ?? null, limit }) as Array<{ id: string }>).map((r) => r.id);
         for (const id of ids) this.s.claim.run(owner, now + leaseMs, id);
         return ids.map((id) => this.read(id)!);
       })

@@ -1,3 +1,4 @@
+import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import type { NewWebhookRow, WebhookRow } from '../records.js';
 import type { WebhooksPort } from '../store.js';
 import type { Db } from './open-database.js';
@@ -11,7 +12,7 @@ const COLUMNS = `id, account_id AS accountId, kind, url, events, description, is
 export class SqliteWebhooks implements WebhooksPort {
   private readonly s;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.s = {
       insert: db.prepare(`INSERT INTO webhooks (id, account_id, kind, url, events, description, is_active, secret_sealed,
         telegram_chat, telegram_token_sealed, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -25,7 +26,19 @@ export class SqliteWebhooks implements WebhooksPort {
     };
   }
 
-  async insert(row: NewWebhookRow): Promise<void> {
+  /** The count and the insert in one IMMEDIATE transaction: a second writer waits, then counts this one. */
+  async insert(row: NewWebhookRow, maxPerAccount?: number): Promise<void> {
+    this.db
+      .transaction(() => {
+        if (maxPerAccount !== undefined && (this.s.count.get(row.accountId) as { n: number }).n >= maxPerAccount) {
+          throw tooMany(maxPerAccount);
+        }
+        this.insertSync(row);
+      })
+      .immediate();
+  }
+
+  private insertSync(row: NewWebhookRow): void {
     this.s.insert.run(
       row.id,
       row.accountId,
@@ -67,6 +80,10 @@ export class SqliteWebhooks implements WebhooksPort {
   async sealedSecrets(id: string): Promise<{ secret: string | null; token: string | null } | undefined> {
     return this.s.secrets.get(id) as { secret: string | null; token: string | null } | undefined;
   }
+}
+
+function tooMany(maxPerAccount: number): AppError {
+  return new AppError(ERROR_CODES.tooManyWebhooks, `An account may have at most ${maxPerAccount} webhooks; delete one before adding another`, { statusCode: 409 });
 }
 
 function fromRow(row: Row): WebhookRow {
