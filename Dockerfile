@@ -25,8 +25,11 @@ RUN npm run build \
 
 # Runtime stage: no compiler, no dev dependencies, no TypeScript sources.
 FROM node:22-bookworm-slim
+# SLUICE_HOST: `sluice serve` binds loopback only unless asked; inside a container that would be
+# unreachable through a published port, so the image asks for every interface (the container's).
 ENV NODE_ENV=production \
-    SLUICE_DATA_DIR=/data
+    SLUICE_DATA_DIR=/data \
+    SLUICE_HOST=0.0.0.0
 WORKDIR /app
 RUN groupadd --system sluice \
  && useradd --system --gid sluice --home-dir /app --no-create-home --shell /usr/sbin/nologin sluice \
@@ -48,7 +51,8 @@ COPY --from=build /app/fixtures/gender-10k.csv ./fixtures/gender-10k.csv
 VOLUME /data
 USER sluice
 
-# `sluice serve`: the HTTP API on SLUICE_PORT, with job workers in the same process.
+# `sluice serve`: the HTTP API on SLUICE_HOST:SLUICE_PORT (every interface of the container), with
+# job workers in the same process.
 EXPOSE 8080
 ENTRYPOINT ["node", "dist/src/main/cli.js"]
 # Run the image with `worker` for job workers without the API.

@@ -10,6 +10,8 @@ export interface Config {
   readonly dataDir: string;
   readonly logLevel: string;
   readonly port: number;
+  /** The address `sluice serve` binds: loopback unless asked for more. */
+  readonly host: string;
   readonly s3: S3Config;
   readonly sqlite: { readonly synchronous: 'NORMAL' | 'FULL'; readonly busyTimeoutMs: number; readonly cacheMb: number };
   /** PostgreSQL instead of the data dir's SQLite file, when `url` is set. */
@@ -115,6 +117,7 @@ export const SETTINGS = {
   dataDir: text('SLUICE_DATA_DIR', './.sluice', 'Directory for the SQLite file and the embedded S3 data.'),
   logLevel: oneOf('SLUICE_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'warn', 'pino log level (logs go to stderr).'),
   port: int('SLUICE_PORT', 8080, 0, 65535, 'HTTP port of `sluice serve`.'),
+  host: ipAddress('SLUICE_HOST', '127.0.0.1', 'Address `sluice serve` binds (`--host` wins): loopback only by default; `0.0.0.0` (or `::`) for every interface, as the Docker image sets.'),
   s3Endpoint: optionalUrl('SLUICE_S3_ENDPOINT', 'S3-compatible endpoint (AWS, MinIO, R2, Ceph). Unset: the embedded server on loopback.'),
   s3EmbeddedPort: int('SLUICE_S3_EMBEDDED_PORT', 0, 0, 65535, 'Port of the embedded S3 server; 0 picks one once per data dir and keeps it.'),
   s3Region: text('SLUICE_S3_REGION', 'us-east-1', 'S3 region.'),
@@ -189,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(read(s.dataDir)),
     logLevel: read(s.logLevel),
     port: read(s.port),
+    host: read(s.host),
     s3: {
       endpoint: read(s.s3Endpoint),
       embeddedPort: read(s.s3EmbeddedPort),
@@ -263,6 +267,19 @@ function bad(name: string, problem: string): AppError {
 
 function text(name: string, fallback: string, describe: string): Setting<string> {
   return { name, fallback, describe, parse: (raw) => raw };
+}
+
+/** An IP literal, so that a typo stops start-up here instead of failing a DNS lookup in listen. */
+function ipAddress(name: string, fallback: string, describe: string): Setting<string> {
+  return {
+    name,
+    fallback,
+    describe,
+    parse: (raw) => {
+      if (isIP(raw) === 0) throw bad(name, `must be an IPv4 or IPv6 address (127.0.0.1 or 0.0.0.0), got "${raw}"`);
+      return raw;
+    },
+  };
 }
 
 function optionalText(name: string, describe: string): Setting<string | undefined> {

@@ -6,23 +6,27 @@ import type { Config } from '../config/load-config.js';
 import { apiDeps } from './open-api.js';
 import type { Engine } from './open-engine.js';
 import { parseCommand, positiveInt, type CliIo } from '../cli/cli-io.js';
+import type { AddressInfo } from 'node:net';
 
-export const SERVE_USAGE = 'sluice serve [--port N] [--host H] [--no-worker]';
+export const SERVE_USAGE = 'sluice serve [--port N] [--host 127.0.0.1|0.0.0.0] [--no-worker]';
 
 /**
  * The HTTP API and, unless told otherwise, job workers and the webhook sender in the same process. SIGTERM or SIGINT:
  * stop taking requests, let in-flight requests and the current batches finish, release leases.
  */
 export async function serveCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
-  const { values } = parseCommand(args, { port: { type: 'string' }, host: { type: 'string', default: '0.0.0.0' }, 'no-worker': { type: 'boolean', default: false } }, 0);
+  const { values } = parseCommand(args, { port: { type: 'string' }, host: { type: 'string' }, 'no-worker': { type: 'boolean', default: false } }, 0);
   const port = positiveInt(values.port as string | undefined, '--port', engine.config.port);
   const app = await buildApp(apiDeps(engine), engine.deps.log, clientLimits(engine.config));
-  const address = await app.listen({ port, host: values.host as string });
+  // Loopback unless asked: the API holds accounts and uploads, and the old default (every
+  // interface) opened it to the whole network while the banner said 127.0.0.1.
+  const host = (values.host as string | undefined)?.trim() || engine.config.host;
+  await app.listen({ port, host });
   const worker = engine.config.api.runWorker && !values['no-worker'] ? new Worker(engine.deps) : undefined;
   const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
   const working = worker?.run({ concurrency: engine.config.jobs.workerConcurrency }).finally(() => sender?.stop());
   const settled = Promise.allSettled([working, sender?.run()]);
-  io.stderr.write(`sluice API listening on ${address}${worker ? ` with worker ${worker.id}` : ''}${sender ? ' and webhook sender' : ''}\n`);
+  io.stderr.write(`sluice API listening on ${boundAddress(app.server.address())}${worker ? ` with worker ${worker.id}` : ''}${sender ? ' and webhook sender' : ''}\n`);
 
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
@@ -48,4 +52,15 @@ function clientLimits(config: Config): ClientLimits {
     maxBodyBytes: api.maxUploadBytes,
     maxConnections: api.maxConnections,
   };
+}
+
+/**
+ * The address the socket holds, not the one asked for: Fastify's own answer names 127.0.0.1 for a
+ * wildcard bind, which is how the old banner hid that the API was open on every interface.
+ */
+export function boundAddress(address: AddressInfo | string | null): string {
+  if (address === null || typeof address === 'string') return String(address);
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const wildcard = address.address === '0.0.0.0' || address.address === '::';
+  return `http://${host}:${address.port}${wildcard ? ' (all interfaces)' : ''}`;
 }

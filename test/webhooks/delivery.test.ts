@@ -278,9 +278,10 @@ describe('pausing, deleting and redelivering', () => {
     const s = await setup(r);
     for (let i = 0; i < 3; i++) await s.h.app.inject({ method: 'POST', url: '/api/webhooks/test', headers: bearer(s.key), payload: { id: s.hook.id } });
     const list = json(await s.h.app.inject({ method: 'GET', url: `/api/webhooks/deliveries?webhook_id=${s.hook.id}`, headers: bearer(s.key) }));
-    expect(list.success).toBe(true);
-    expect(list.result).toHaveLength(3);
-    for (const d of list.result) {
+    // Spec 4.2: a bare array of delivery objects, not the {success, result} envelope.
+    expect(Array.isArray(list)).toBe(true);
+    expect(list).toHaveLength(3);
+    for (const d of list) {
       expect(Object.keys(d)).toEqual(expect.arrayContaining(['id', 'webhook_id', 'event_type', 'payload', 'status', 'attempts', 'response_status', 'response_body', 'last_attempt_at', 'created_at']));
       expect(d).toMatchObject({ webhook_id: s.hook.id, event_type: 'test', status: 'success', attempts: 1, response_status: 200 });
     }

@@ -4,7 +4,8 @@ import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import type { Delivery } from '../../storage/records.js';
 import { checkWebhookUrl } from '../../webhooks/address-policy.js';
-import { TEST_EVENT, WEBHOOK_EVENTS, WEBHOOK_KINDS, type Webhook } from '../../webhooks/webhook-store.js';
+import { DELIVERY_LIMITS } from '../../webhooks/webhook-sender.js';
+import { MAX_WEBHOOKS_PER_ACCOUNT, TEST_EVENT, WEBHOOK_EVENTS, WEBHOOK_KINDS, type Webhook } from '../../webhooks/webhook-store.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable, type Caller } from '../authenticate.js';
 import { httpError } from '../errors.js';
@@ -13,6 +14,14 @@ import { requestAudit } from './audit-routes.js';
 import { WebhookBody } from './webhook-body.js';
 
 const DELIVERY_LIST_LIMIT = 50;
+const CREATE_DESCRIPTION =
+  `Registers a webhook. An account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks, paused ones included; past that the answer is ` +
+  `409 too_many_webhooks until one is deleted. Each account may have ${DELIVERY_LIMITS.pendingPerAccount} deliveries pending; deliveries of ` +
+  'events past that are listed as failed with error_code backlog_full and no attempt, and can be sent again by redelivery. ' +
+  'A single lookup that is a free repeat within the billing window sends no lookup.completed event.';
+const DELIVERIES_DESCRIPTION =
+  `A JSON array of the webhook's ${DELIVERY_LIST_LIMIT} most recent deliveries, newest first, without the {success, result} envelope ` +
+  'of the other webhook routes; errors (400 without webhook_id, 404 for an unknown or deleted webhook) keep that envelope.';
 const TELEGRAM_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,100}$/;
 const PAGE = { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, offset: { type: 'integer', minimum: 0, default: 0 } } } as const;
 
@@ -69,7 +78,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
     return webhook;
   };
 
-  app.post<{ Body: unknown }>('/api/webhooks', { schema: { tags: ['webhooks'] } }, async (request) => {
+  app.post<{ Body: unknown }>('/api/webhooks', { schema: { tags: ['webhooks'], description: CREATE_DESCRIPTION } }, async (request) => {
     const caller = requireWritable(request);
     const body = new WebhookBody(request.body);
     const kind = body.kind();
@@ -99,13 +108,14 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
 
   app.get<{ Querystring: { webhook_id?: string } }>(
     '/api/webhooks/deliveries',
-    { schema: { tags: ['webhooks'], querystring: { type: 'object', properties: { webhook_id: { type: 'string' } } } } },
+    { schema: { tags: ['webhooks'], description: DELIVERIES_DESCRIPTION, querystring: { type: 'object', properties: { webhook_id: { type: 'string' } } } } },
     async (request) => {
       const id = request.query.webhook_id?.trim();
       if (!id) throw httpError(400, ERROR_CODES.badRequest, 'webhook_id is required');
       const webhook = await ownWebhook(request.caller!.accountId, id);
-      const list = (await deliveries.list(webhook.id, DELIVERY_LIST_LIMIT)).map(deliveryView);
-      return { success: true, result: list, message: `${list.length} most recent deliveries` };
+      // Spec 4.2 gives this route a bare array, unlike the rest of the group: a client written to
+      // the spec reads `response[0].status`, which the envelope made undefined. Errors keep the envelope.
+      return (await deliveries.list(webhook.id, DELIVERY_LIST_LIMIT)).map(deliveryView);
     },
   );
 

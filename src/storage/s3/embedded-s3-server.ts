@@ -9,6 +9,7 @@ import s3rverAccounts from 's3rver/lib/models/account.js';
 import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ObjectStore } from './object-store.js';
+import { answerListing, listRequestOf, type MetadataReader } from './bucket-listing.js';
 import { checkHeaderSigned } from './header-auth-check.js';
 import { checkPresigned, hasQueryAuth } from './presign-check.js';
 import { s3ErrorXml } from './sigv4.js';
@@ -170,7 +171,8 @@ class EmbeddedS3Server implements EmbeddedS3 {
       });
       await this.s3rver.configureBuckets();
     }
-    return http.createServer(frontHandler(this.s3rver.callback(), this.options, this.identity));
+    const bucketDir = path.join(this.s3Dir, 'buckets', this.options.bucket);
+    return http.createServer(frontHandler(this.s3rver.callback(), this.options, this.identity, { bucketDir, metadataOf: metadataReader(this.s3rver, this.options.bucket) }));
   }
 }
 
@@ -180,7 +182,7 @@ class EmbeddedS3Server implements EmbeddedS3 {
  * handing the request on. Only the two ways the AWS SDK signs get through: a presigned URL or an
  * `Authorization: AWS4-HMAC-SHA256` header, each checked against our own key pair.
  */
-function frontHandler(s3: http.RequestListener, credentials: EmbeddedS3Options, identity: Buffer): http.RequestListener {
+function frontHandler(s3: http.RequestListener, credentials: EmbeddedS3Options, identity: Buffer, listing: { bucketDir: string; metadataOf: MetadataReader }): http.RequestListener {
   return (req, res) => {
     const url = req.url ?? '/';
     const [pathname, query = ''] = url.split('?', 2);
@@ -207,12 +209,42 @@ function frontHandler(s3: http.RequestListener, credentials: EmbeddedS3Options, 
       denial = { code: 'AccessDenied', message: 'Access Denied' };
     }
     if (denial === undefined) {
-      s3(req, res);
+      // s3rver's own listing hides prefixes and pages out of order (see bucket-listing.ts).
+      const list = listRequestOf(req.method ?? 'GET', pathname ?? '/', query, credentials.bucket);
+      if (list === undefined) {
+        s3(req, res);
+        return;
+      }
+      answerListing(res, listing.bucketDir, credentials.bucket, list, listing.metadataOf).catch((e: unknown) => {
+        credentials.log?.warn({ err: e }, 'embedded S3 listing failed');
+        if (res.headersSent) res.destroy();
+        else {
+          const body = s3ErrorXml('InternalError', 'We encountered an internal error. Please try again.');
+          res.writeHead(500, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) }).end(body);
+        }
+      });
       return;
     }
     // The request body, if any, is read and dropped by Node once this response ends.
     const body = s3ErrorXml(denial.code, denial.message);
     res.writeHead(403, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) }).end(body);
+  };
+}
+
+/** s3rver's file store reads an object's ETag (its MD5) and times; its typings do not declare it. */
+type S3rverStore = { getMetadata(bucket: string, key: string): Promise<Record<string, string | number | undefined>> };
+
+function metadataReader(s3rver: S3rver, bucket: string): MetadataReader {
+  const store = (s3rver as unknown as { store: S3rverStore }).store;
+  return async (key) => {
+    try {
+      const meta = await store.getMetadata(bucket, key);
+      return { etag: String(meta['etag']), lastModified: new Date(String(meta['last-modified'])).toISOString(), size: Number(meta['content-length']) };
+    } catch (e: unknown) {
+      // Deleted between the directory read and this one: not listed, as on S3.
+      if (systemCodeOf(e) === 'ENOENT') return undefined;
+      throw e;
+    }
   };
 }
 
