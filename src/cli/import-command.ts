@@ -2,13 +2,14 @@ import fs from 'node:fs';
 import { normalisePhone, parseCountry } from '../../pipelines/phone-breaches.js';
 import type { Engine } from '../jobs/engine.js';
 import { readCsvRows } from '../jobs/csv-reader.js';
-import { companyHeader, companyLine, type CompanyHeader } from '../lookups/company/company-records.js';
+import { companyHeader, parseCompanyMap, type CompanyHeader, type CompanyMapping } from '../lookups/company/company-header.js';
+import { companyLine } from '../lookups/company/company-records.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { BreachRow, CompanyRecord } from '../storage/records.js';
 import type { BreachesPort, CompaniesPort } from '../storage/store.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 
-export const IMPORT_USAGE_LINES = ['sluice import breaches FILE [--default-country CC] [--json]', 'sluice import companies FILE [--json]'] as const;
+export const IMPORT_USAGE_LINES = ['sluice import breaches FILE [--default-country CC] [--json]', 'sluice import companies FILE [--map "Header=column"]... [--json]'] as const;
 export const IMPORT_USAGE = IMPORT_USAGE_LINES.join('\n  ');
 
 const COLUMNS = ['phone', 'breach', 'breached_at'] as const;
@@ -37,6 +38,12 @@ export interface CompanyImportSummary extends Tally {
   updated: number;
   /** Companies already in the directory with exactly these values. */
   unchanged: number;
+  /** Optional cells left empty because they could not be read; their companies were kept. */
+  warnings: number;
+  /** Those cells by directory column, then by code: `{ employee_count: { invalid_employee_count: 2 } }`. */
+  warnings_by_column: Record<string, Record<string, number>>;
+  /** The first few, numbered as `first_invalid` is. */
+  first_warnings: { row: number; column: string; code: string }[];
 }
 
 /**
@@ -71,16 +78,27 @@ export async function importCommand(engine: Engine, args: string[], io: CliIo): 
 }
 
 async function importCompaniesCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommand(args, {}, 1);
+  const { values, positionals } = parseCommand(args, { map: { type: 'string', multiple: true } }, 1);
+  const map = parseCompanyMap((values.map as string[] | undefined) ?? []);
   const file = existingFile(positionals[0]!);
   const progress = values.json ? undefined : progressLine(io.stderr, 'companies');
-  const summary = await importCompanies(engine.deps.store.companies, fs.createReadStream(file), { maxLineBytes: engine.config.jobs.maxLineBytes, onBatch: progress?.update });
+  const summary = await importCompanies(engine.deps.store.companies, fs.createReadStream(file), {
+    maxLineBytes: engine.config.jobs.maxLineBytes,
+    map,
+    onBatch: progress?.update,
+  });
   progress?.done(summary);
   if (values.json) {
     printJson(io, { file, ...summary });
     return 0;
   }
-  printText(io, summary, [`updated    ${summary.updated}`, `unchanged  ${summary.unchanged} (already in the directory with these values)`]);
+  for (const { row, column, code } of summary.first_warnings) io.stderr.write(`row ${row}: ${column} left empty (${code})\n`);
+  const byColumn = Object.entries(summary.warnings_by_column).map(([column, codes]) => `${column} ${Object.values(codes).reduce((a, b) => a + b, 0)}`);
+  printText(io, summary, [
+    `updated    ${summary.updated}`,
+    `unchanged  ${summary.unchanged} (already in the directory with these values)`,
+    `warnings   ${summary.warnings}${byColumn.length > 0 ? ` (cells left empty, companies kept: ${byColumn.join(', ')})` : ''}`,
+  ]);
   return 0;
 }
 
@@ -100,6 +118,13 @@ function countInvalid(summary: Tally, code: string): void {
   summary.invalid++;
   summary.invalid_by_code[code] = (summary.invalid_by_code[code] ?? 0) + 1;
   if (summary.first_invalid.length < LISTED_INVALID) summary.first_invalid.push({ row: summary.rows + 1, code });
+}
+
+function countWarning(summary: CompanyImportSummary, column: string, code: string): void {
+  summary.warnings++;
+  const codes = (summary.warnings_by_column[column] ??= {});
+  codes[code] = (codes[code] ?? 0) + 1;
+  if (summary.first_warnings.length < LISTED_INVALID) summary.first_warnings.push({ row: summary.rows + 1, column, code });
 }
 
 /**
@@ -142,28 +167,44 @@ export async function importBreaches(
 
 /**
  * Loads a company list (`name` required; `domain`, `description`, `industry`, `employee_count`,
- * `country`, `website` known; any other column kept as extra) into the directory. A company
- * already there, by domain or else by name, is updated in place; one with the same values is
- * left alone, so a re-import changes nothing.
+ * `country`, `website` known, found by `map` or their aliases; any other column kept as extra)
+ * into the directory. A company already there, by domain or else by name, is updated in place;
+ * one with the same values is left alone, so a re-import changes nothing. An optional cell that
+ * cannot be read is left empty and counted as a warning by column; the company is still stored.
  */
 export async function importCompanies(
   companies: CompaniesPort,
   source: AsyncIterable<Buffer | Uint8Array>,
-  options: { maxLineBytes: number; onBatch?: ((summary: CompanyImportSummary) => void) | undefined },
+  options: { maxLineBytes: number; map?: readonly CompanyMapping[]; onBatch?: ((summary: CompanyImportSummary) => void) | undefined },
 ): Promise<CompanyImportSummary> {
-  const summary: CompanyImportSummary = { rows: 0, imported: 0, updated: 0, unchanged: 0, invalid: 0, invalid_by_code: {}, first_invalid: [] };
+  const summary: CompanyImportSummary = {
+    rows: 0,
+    imported: 0,
+    updated: 0,
+    unchanged: 0,
+    invalid: 0,
+    invalid_by_code: {},
+    first_invalid: [],
+    warnings: 0,
+    warnings_by_column: {},
+    first_warnings: [],
+  };
   let header: CompanyHeader | undefined;
   for await (const batch of readCsvRows(source, { maxLineBytes: options.maxLineBytes })) {
     const records: CompanyRecord[] = [];
     for (const cells of batch) {
       if (header === undefined) {
-        header = companyHeader(cells);
+        header = companyHeader(cells, options.map);
         continue;
       }
       summary.rows++;
       const line = companyLine(cells, header);
-      if (line.ok) records.push(line.record);
-      else countInvalid(summary, line.code);
+      if (!line.ok) {
+        countInvalid(summary, line.code);
+        continue;
+      }
+      records.push(line.record);
+      for (const { column, code } of line.warnings) countWarning(summary, column, code);
     }
     if (records.length > 0) {
       const write = await companies.upsert(records);

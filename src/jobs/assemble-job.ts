@@ -7,12 +7,21 @@ import type { JobRecord, Lease } from '../storage/job-records.js';
 import { outputHeader } from './render-row.js';
 
 /**
+ * Excel opens a CSV without a BOM in the system's ANSI code page, so `Zoë` shows as `ZoÃ«`; with
+ * it, as UTF-8. Other readers (papaparse, pandas with utf-8-sig, Sheets) skip it.
+ */
+const UTF8_BOM = '\uFEFF';
+
+/**
  * Concatenates the part objects in row order into one result object per export filter, streamed
  * (never whole in memory), then completes the job and queues `bulk.completed` in one transaction.
- * Assembling again after a crash rewrites the same bytes.
+ * Assembling again after a crash rewrites the same bytes. An `excel` job's files start with a
+ * UTF-8 BOM.
  */
 export async function assembleJob(deps: EngineDeps, job: JobRecord, lease: Lease, signal: AbortSignal): Promise<void> {
-  const header = outputHeader(job.header, jobLookups(job.type, job.options));
+  // Only the first piece of each file carries the BOM: the parts after it are bare rows, so a
+  // concatenated file never holds a second one mid-text (Excel would show it as `ï»¿` in a cell).
+  const header = (job.options.excel === true ? UTF8_BOM : '') + outputHeader(job.header, jobLookups(job.type, job.options));
   const chunkCount = job.chunkCount ?? 0;
   // The three results are written side by side: each waits on the object store most of the time.
   await Promise.all(

@@ -28,34 +28,72 @@ describe('csvLine', () => {
 });
 
 describe('escapeFormula', () => {
-  const cases: [cell: string, escaped: string][] = [
-    ['=1+1', "'=1+1"],
-    ['=HYPERLINK("http://evil.example","click")', '\'=HYPERLINK("http://evil.example","click")'],
-    ['+cmd', "'+cmd"],
-    ['-2+3', "'-2+3"],
-    ['@SUM(A1:A9)', "'@SUM(A1:A9)"],
-    ['\tx', "'\tx"],
-    ['\rx', "'\rx"],
-    ['-', "'-"],
-    ['+', "'+"],
-    ['+44 20 7946 0958', "'+44 20 7946 0958"],
-    ['+1 (555) 010-0199', "'+1 (555) 010-0199"],
-    ['-1e5', "'-1e5"],
-    ['-12.5', '-12.5'],
-    ['+44', '+44'],
-    ['+442079460958', '+442079460958'],
-    ['-0.5', '-0.5'],
-    ['-.5', '-.5'],
-    ['+7.', '+7.'],
-    ['12', '12'],
-    ['john@example.com', 'john@example.com'],
-    ['a=b', 'a=b'],
-    [' =1+1', ' =1+1'],
-    ['', ''],
-    ["'=already", "'=already"],
+  const escaped: string[] = [
+    '=1+1',
+    '=HYPERLINK("http://evil.example","click")',
+    '+cmd',
+    "+1+cmd|' /C calc'!A0",
+    '-1+1',
+    '-2+3',
+    '+ 1)',
+    '@SUM(A1)',
+    '@SUM(A1:A9)',
+    '\tx',
+    '\t-12',
+    '\rx',
+    '\0=1',
+    '-',
+    '+',
+    '+1-2',
+    '+12 34 5',
+    '+49 30 1234567 ext. 12',
+    '+49 30 1234567 ',
+    '+(415) 816-6557',
+    '-49 30 1234567',
+    '+1e5+1',
+    '-1..2.3',
+    ' =1+1',
+    '  @x',
+    '\u00A0=1',
+    '\u3000+cmd',
+    '\uFF1D1+1',
+    '\uFF0B49 30 1234567',
+    '\uFF0D12',
+    '\uFF20SUM(A1)',
   ];
-  it.each(cases)('%j -> %j', (cell, escaped) => {
-    expect(escapeFormula(cell)).toBe(escaped);
+  it.each(escaped)('%j is escaped with a leading quote', (cell) => {
+    expect(escapeFormula(cell)).toBe(`'${cell}`);
+  });
+
+  const kept: string[] = [
+    '-12',
+    '+3.5',
+    '-12.5',
+    '-0.5',
+    '-.5',
+    '+7.',
+    '-1,5',
+    '-1e5',
+    '+2.5E-3',
+    '+44',
+    '+442079460958',
+    '+4930123456',
+    '+49 30 1234567',
+    '+1 (415) 816-6557',
+    '+44-20-7946-0958',
+    '+33.1.23.45.67.89',
+    ' +49 30 1234567',
+    ' -12',
+    '12',
+    '1e5',
+    'john@example.com',
+    'a=b',
+    '',
+    "'=already",
+    '(415) 816-6557',
+  ];
+  it.each(kept)('%j is left as it is', (cell) => {
+    expect(escapeFormula(cell)).toBe(cell);
   });
 });
 

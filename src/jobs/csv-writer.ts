@@ -16,20 +16,45 @@ export function csvLine(cells: readonly string[]): string {
   return line + '\n';
 }
 
-const FORMULA_START = /^[=+\-@\t\r]/;
-const PLAIN_NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)$/;
+/**
+ * The characters a spreadsheet reads as the start of a formula (OWASP CSV injection and ASVS
+ * 1.2.10: `=`, `+`, `-`, `@`, TAB, CR, NUL), and their full-width forms (`＝＋－＠`), which East
+ * Asian input methods can turn into the ASCII ones when a cell is edited; no real value starts
+ * with them, so escaping them costs nothing.
+ */
+const FORMULA_START = /^[=+\-@\t\r\0\uFF1D\uFF0B\uFF0D\uFF20]/;
+/** Blanks that some readers trim before looking (LibreOffice's "trim spaces"), so ` =1+1` counts too. */
+const LEADING_BLANKS = /^[ \u00A0\u3000]+/;
+/** `-12`, `+3.5`, `-.5`, `-1,5`, `1e5`, `-2.5E-3`: one number with an optional sign. */
+const PLAIN_NUMBER = /^[+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:[eE][+-]?\d+)?$/;
+/**
+ * A phone number as people write it: `+`, a digit, then only digits, blanks, dashes, dots and
+ * brackets, ending in a digit, with at least 7 digits in all (`+4930123456`, `+49 30 1234567`,
+ * `+1 (415) 816-6557`, `+44-20-7946-0958`).
+ */
+const PHONE_NUMBER = /^\+\d[\d ().-]*\d$/;
+const MIN_PHONE_DIGITS = 7;
 
 /**
- * Defuses a cell that a spreadsheet would run as a formula (OWASP CSV injection: a leading `=`,
- * `+`, `-`, `@`, TAB or CR) by putting `'` in front of it. Plain signed numbers such as `-12.5` or
- * `+442079460958` are left alone: a spreadsheet reads them as numbers and runs nothing, and
- * escaping them would spoil negative amounts and E.164 phone numbers. Anything more than digits
- * and one decimal point is escaped, `+44 20 7946 0958` included: spaces or brackets make it an
- * expression to a spreadsheet, and the narrow exception keeps the rule easy to trust.
+ * Defuses a cell that a spreadsheet would run as a formula by putting `'` in front of it: a cell
+ * whose first character, or first after leading blanks, is in FORMULA_START. Left alone, because
+ * spreadsheets read them as values and escaping spoils the customer's data: a cell that is only a
+ * number (PLAIN_NUMBER) or a phone number (PHONE_NUMBER). Neither can run anything: a formula
+ * needs a letter (a function, a reference, DDE's `cmd|`) or a quote, and both forms hold only
+ * digits, signs, blanks, `.`, `,`, `(`, `)` and an exponent `e`. `-2+3`, `+1+cmd|...` and
+ * `+ 1)` are still escaped. A cell starting with TAB, CR or NUL is always escaped.
  */
 export function escapeFormula(cell: string): string {
-  if (!FORMULA_START.test(cell) || PLAIN_NUMBER.test(cell)) return cell;
+  const body = cell.replace(LEADING_BLANKS, '');
+  if (!FORMULA_START.test(body) || PLAIN_NUMBER.test(body) || isPhoneNumber(body)) return cell;
   return `'${cell}`;
+}
+
+function isPhoneNumber(text: string): boolean {
+  if (!PHONE_NUMBER.test(text)) return false;
+  let digits = 0;
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) >= 0x30 && text.charCodeAt(i) <= 0x39) digits++;
+  return digits >= MIN_PHONE_DIGITS;
 }
 
 /**

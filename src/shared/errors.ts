@@ -11,8 +11,20 @@ export const ERROR_CODES = {
   noRows: 'no_rows',
   noKeyColumn: 'no_key_column',
   columnNotFound: 'column_not_found',
+  /** Two header cells of the same rank could be a lookup's key column: the caller must name one. */
+  ambiguousColumn: 'ambiguous_column',
   lineTooLong: 'line_too_long',
   malformedCsv: 'malformed_csv',
+  /** UTF-16 text without a byte-order mark: save it with one, or give the encoding. */
+  utf16WithoutBom: 'utf16_without_bom',
+  /** A UTF-16 file (declared or marked by its BOM) with a broken surrogate pair or an odd byte count. */
+  invalidUtf16: 'invalid_utf16',
+  /** Several delimiters fit the first records equally well: give `delimiter`. */
+  ambiguousDelimiter: 'ambiguous_delimiter',
+  /** A `delimiter` option that is none of comma, semicolon, tab, pipe. */
+  invalidDelimiter: 'invalid_delimiter',
+  /** An `encoding` option that is none of the supported encodings. */
+  unknownEncoding: 'unknown_encoding',
   tooManyRows: 'too_many_rows',
   /** The header row has more cells than SLUICE_MAX_CELLS_PER_ROW: every output row would be that wide. */
   tooManyColumns: 'too_many_columns',
@@ -32,6 +44,8 @@ export const ERROR_CODES = {
   companyTooLong: 'company_too_long',
   invalidDomain: 'invalid_domain',
   invalidEmployeeCount: 'invalid_employee_count',
+  /** A company file's website cell that names no public host (an IP, localhost, not a URL): left empty, the company kept. */
+  invalidWebsite: 'invalid_website',
   // engine
   leaseLost: 'lease_lost',
   jobNotFound: 'job_not_found',

@@ -64,7 +64,7 @@ describe.each(TEST_STORES)('companies on %s', (store) => {
   const harness = async () => openApiHarness(await engines.env());
 
   describe('sluice import companies', () => {
-    it('stores each company once, counts bad rows without failing, and a re-import changes nothing', async () => {
+    it('stores each company once, keeps companies with bad optional cells as warnings, and a re-import changes nothing', async () => {
       const e = await engine();
       const file = writeFile(e.dataDir, 'companies.csv', DIRECTORY);
       const first = captureIo();
@@ -72,24 +72,29 @@ describe.each(TEST_STORES)('companies on %s', (store) => {
       expect(JSON.parse(first.stdout())).toEqual({
         file,
         rows: 8,
-        imported: 5,
+        imported: 7,
         updated: 0,
         unchanged: 0,
-        invalid: 3,
-        invalid_by_code: { empty_value: 1, invalid_domain: 1, invalid_employee_count: 1 },
-        first_invalid: [
-          { row: 7, code: 'empty_value' },
-          { row: 8, code: 'invalid_domain' },
-          { row: 9, code: 'invalid_employee_count' },
+        invalid: 1,
+        invalid_by_code: { empty_value: 1 },
+        first_invalid: [{ row: 7, code: 'empty_value' }],
+        warnings: 2,
+        warnings_by_column: { domain: { invalid_domain: 1 }, employee_count: { invalid_employee_count: 1 } },
+        first_warnings: [
+          { row: 8, column: 'domain', code: 'invalid_domain' },
+          { row: 9, column: 'employee_count', code: 'invalid_employee_count' },
         ],
       });
       const acme = await e.deps.store.companies.byKey(COMPANY_KEYS.domain, ['acme.com']);
       expect(acme.get('acme.com')).toMatchObject([{ name: 'Acme', domain: 'acme.com', employee_count: 1200, extra: '{"ticker":"ACME"}' }]);
-      expect(await storedNames(e)).toEqual(['Acme', 'Acme Labs', 'Globex Corporation', 'Initech', 'Umbrella Holdings']);
+      const many = await e.deps.store.companies.byKey(COMPANY_KEYS.domain, ['many.com']);
+      expect(many.get('many.com')).toMatchObject([{ name: 'Many', employee_count: null }]);
+      const stored = ['Acme', 'Acme Labs', 'Bad Domain', 'Globex Corporation', 'Initech', 'Many', 'Umbrella Holdings'];
+      expect(await storedNames(e)).toEqual(stored);
 
       const again = await importCompanies(e.deps.store.companies, fs.createReadStream(file), { maxLineBytes: 65_536 });
-      expect(again).toMatchObject({ rows: 8, imported: 0, updated: 0, unchanged: 5, invalid: 3 });
-      expect(await storedNames(e)).toEqual(['Acme', 'Acme Labs', 'Globex Corporation', 'Initech', 'Umbrella Holdings']);
+      expect(again).toMatchObject({ rows: 8, imported: 0, updated: 0, unchanged: 7, invalid: 1, warnings: 2 });
+      expect(await storedNames(e)).toEqual(stored);
       checkIndexes(e);
     });
 
@@ -99,7 +104,7 @@ describe.each(TEST_STORES)('companies on %s', (store) => {
       const fix = ['name,domain,industry', 'Acme Research,acmelabs.io,Research', 'INITECH,,Consulting'].join('\n');
       const summary = await importCompanies(e.deps.store.companies, fs.createReadStream(writeFile(e.dataDir, 'b.csv', fix)), { maxLineBytes: 65_536 });
       expect(summary).toMatchObject({ imported: 0, updated: 2, unchanged: 0 });
-      expect(await storedNames(e)).toEqual(['Acme', 'Acme Research', 'Globex Corporation', 'INITECH', 'Umbrella Holdings']);
+      expect(await storedNames(e)).toEqual(['Acme', 'Acme Research', 'Bad Domain', 'Globex Corporation', 'INITECH', 'Many', 'Umbrella Holdings']);
       checkIndexes(e);
 
       const directory = new EmbeddedCompanyDirectory(e.deps.store.companies);
@@ -112,7 +117,7 @@ describe.each(TEST_STORES)('companies on %s', (store) => {
 
     it('refuses a file without a name column', async () => {
       const e = await engine();
-      const file = writeFile(e.dataDir, 'c.csv', 'company,domain\nAcme,acme.com\n');
+      const file = writeFile(e.dataDir, 'c.csv', 'title,domain\nAcme,acme.com\n');
       await expect(() => importCompanies(e.deps.store.companies, fs.createReadStream(file), { maxLineBytes: 65_536 })).rejects.toSatisfy((err) => isAppError(err, 'column_not_found'));
     });
   });
@@ -169,18 +174,29 @@ describe.each(TEST_STORES)('companies on %s', (store) => {
   });
 
   describe('a company file whose key column is not headed company', () => {
-    it('fails with no_key_column and charges nothing, unless --column names the column', async () => {
+    it('fails with no_key_column and charges nothing when no header is a company name, unless --column names the column', async () => {
       const e = await engine();
       await importCompanies(e.deps.store.companies, fs.createReadStream(writeFile(e.dataDir, 'd.csv', DIRECTORY)), { maxLineBytes: 65_536 });
-      const input = writeFile(e.dataDir, 'in.csv', 'Company Name,Country\nGlobex,US\n');
+      const input = writeFile(e.dataDir, 'in.csv', 'Kunde,Country\nGlobex,US\n');
       const account = await e.deps.billing.createAccount({ credits: 10, now: Date.now() });
 
       const guessed = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
       expect(guessed.summary).toMatchObject({ status: 'failed', reason: 'no_key_column', credits_used: 0 });
+      expect(guessed.summary.error_message).toContain('["Kunde", "Country"]');
       expect((await e.deps.billing.requireAccount(account.id)).credits).toBe(10);
-      const named = await runJob(e, { file: input, type: 'company', accountId: account.id, column: 'company name', outDir: path.join(e.dataDir, 'b') });
+      const named = await runJob(e, { file: input, type: 'company', accountId: account.id, column: 'kunde', outDir: path.join(e.dataDir, 'b') });
       expect(named.summary).toMatchObject({ status: 'completed', rows: { total: 1, found: 1 } });
-      expect((await resultRecords(fs.readFileSync(named.files.all!)))[0]).toMatchObject({ 'Company Name': 'Globex', company_name: 'Globex Corporation', company_match: 'near' });
+      expect((await resultRecords(fs.readFileSync(named.files.all!)))[0]).toMatchObject({ Kunde: 'Globex', company_name: 'Globex Corporation', company_match: 'near' });
+    });
+
+    it('finds a column headed Company Name by its alias, without --column', async () => {
+      const e = await engine();
+      await importCompanies(e.deps.store.companies, fs.createReadStream(writeFile(e.dataDir, 'd.csv', DIRECTORY)), { maxLineBytes: 65_536 });
+      const input = writeFile(e.dataDir, 'in.csv', 'Company Name,Country\n"“Globex”",US\n');
+      const account = await e.deps.billing.createAccount({ credits: 10, now: Date.now() });
+      const found = await runJob(e, { file: input, type: 'company', accountId: account.id, outDir: path.join(e.dataDir, 'a') });
+      expect(found.summary).toMatchObject({ status: 'completed', rows: { total: 1, found: 1 } });
+      expect((await resultRecords(fs.readFileSync(found.files.all!)))[0]).toMatchObject({ 'Company Name': '“Globex”', company_name: 'Globex Corporation', company_match: 'near' });
     });
   });
 

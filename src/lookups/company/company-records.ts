@@ -1,55 +1,47 @@
-import { AppError, ERROR_CODES } from '../../shared/errors.js';
+import { ERROR_CODES } from '../../shared/errors.js';
 import type { CompanyRecord } from '../../storage/records.js';
+import type { CompanyColumn, CompanyHeader } from './company-header.js';
 import { charCount, collapseBlanks, coreName, domainOf, MAX_COMPANY_CHARS, nameKey } from './company-names.js';
 
-/** The directory file's own columns; `name` is required, any other column goes into `extra`. */
-export const COMPANY_FILE_COLUMNS = ['name', 'domain', 'description', 'industry', 'employee_count', 'country', 'website'] as const;
-type Column = (typeof COMPANY_FILE_COLUMNS)[number];
-
-export interface CompanyHeader {
-  at: Partial<Record<Column, number>>;
-  /** Further columns: lower-case header and where it is. */
-  extra: { name: string; index: number }[];
+/** An optional cell that could not be read: left empty, the company kept. */
+export interface CompanyWarning {
+  column: CompanyColumn;
+  code: string;
 }
 
-/**
- * Where each column is; the header names them in any order and case, with a blank for the
- * underscore if it likes (`Employee Count`). Only `name` must be there.
- */
-export function companyHeader(header: string[]): CompanyHeader {
-  const names = header.map((cell) => {
-    const name = collapseBlanks(cell).toLowerCase();
-    const known = name.replaceAll(' ', '_');
-    return (COMPANY_FILE_COLUMNS as readonly string[]).includes(known) ? known : name;
-  });
-  if (!names.includes('name')) {
-    throw new AppError(ERROR_CODES.columnNotFound, `the header row needs a name column (and may have ${COMPANY_FILE_COLUMNS.slice(1).join(', ')} and more)`, {
-      details: { missing: ['name'] },
-    });
-  }
-  const at: Partial<Record<Column, number>> = {};
-  const extra: CompanyHeader['extra'] = [];
-  const seen = new Set<string>();
-  names.forEach((name, index) => {
-    if (name === '' || seen.has(name)) return;
-    seen.add(name);
-    if ((COMPANY_FILE_COLUMNS as readonly string[]).includes(name)) at[name as Column] = index;
-    else extra.push({ name, index });
-  });
-  return { at, extra };
-}
+export type CompanyLine = { ok: true; record: CompanyRecord; warnings: CompanyWarning[] } | { ok: false; code: string };
 
-export type CompanyLine = { ok: true; record: CompanyRecord } | { ok: false; code: string };
-
+/** `1200`, `1,200`, `1 200`, `1_200`. Not `1.200`: in English exports that is one point two. */
 const COUNT = /^(?:\d+|\d{1,3}(?:[, _]\d{3})+)$/;
 
 /**
- * One directory line, checked: a name of 1 to 200 characters (`empty_value`, `company_too_long`),
- * a domain that reads as a host (`invalid_domain`; `https://www.acme.com/` is stored `acme.com`),
- * a whole employee count (`invalid_employee_count`; `1,200` is 1200). Empty cells are nulls.
+ * Top-level labels of hosts that are nobody's public website: a directory entry pointing at one
+ * would give every lookup of that name a domain no one can reach.
+ */
+const PRIVATE_TLDS = new Set(['localhost', 'local', 'internal', 'arpa']);
+
+/**
+ * The domain a website URL names: `https://www.Acme.com/about` → `acme.com` (scheme, user, port,
+ * path, query dropped; lower case; a leading `www.` removed). Undefined for an IP address (v4 or
+ * v6), `localhost` and hosts under PRIVATE_TLDS, or anything that is not a host name with an
+ * alphabetic top-level label.
+ */
+export function websiteDomain(website: string): string | undefined {
+  const host = domainOf(website);
+  if (host === undefined) return undefined;
+  return PRIVATE_TLDS.has(host.slice(host.lastIndexOf('.') + 1)) ? undefined : host;
+}
+
+/**
+ * One directory line, checked. The name is required: a line without one (`empty_value`) or with
+ * more than 200 characters (`company_too_long`) is refused. An optional cell that cannot be read
+ * is left empty and reported as a warning, the company kept: a domain that is no host
+ * (`invalid_domain`), a website that names no public host (`invalid_website`), an employee count
+ * that is not a whole number (`invalid_employee_count`: `50-100`, `~5000`, `1.200`). Without a
+ * readable domain cell, the domain is the website's (`websiteDomain`). Empty cells are nulls.
  */
 export function companyLine(cells: string[], header: CompanyHeader): CompanyLine {
-  const cell = (column: Column) => {
+  const cell = (column: CompanyColumn) => {
     const index = header.at[column];
     const value = index === undefined ? '' : collapseBlanks(cells[index] ?? '');
     return value === '' ? null : value;
@@ -57,12 +49,22 @@ export function companyLine(cells: string[], header: CompanyHeader): CompanyLine
   const name = cell('name');
   if (name === null) return { ok: false, code: ERROR_CODES.emptyValue };
   if (charCount(name) > MAX_COMPANY_CHARS) return { ok: false, code: ERROR_CODES.companyTooLong };
-  const rawDomain = cell('domain');
-  const domain = rawDomain === null ? null : (domainOf(rawDomain) ?? false);
-  if (domain === false) return { ok: false, code: ERROR_CODES.invalidDomain };
-  const rawCount = cell('employee_count');
-  const employeeCount = rawCount === null ? null : COUNT.test(rawCount) ? Number(rawCount.replace(/[, _]/g, '')) : NaN;
-  if (employeeCount !== null && !Number.isSafeInteger(employeeCount)) return { ok: false, code: ERROR_CODES.invalidEmployeeCount };
+  const warnings: CompanyWarning[] = [];
+  const readable = <T>(column: CompanyColumn, code: string, read: (raw: string) => T | undefined): T | null => {
+    const raw = cell(column);
+    if (raw === null) return null;
+    const value = read(raw);
+    if (value !== undefined) return value;
+    warnings.push({ column, code });
+    return null;
+  };
+  const ownDomain = readable('domain', ERROR_CODES.invalidDomain, domainOf);
+  const website = readable('website', ERROR_CODES.invalidWebsite, (raw) => (websiteDomain(raw) === undefined ? undefined : raw));
+  const domain = ownDomain ?? (website === null ? null : websiteDomain(website)!);
+  const employeeCount = readable('employee_count', ERROR_CODES.invalidEmployeeCount, (raw) => {
+    const n = COUNT.test(raw) ? Number(raw.replace(/[, _]/g, '')) : NaN;
+    return Number.isSafeInteger(n) ? n : undefined;
+  });
   const extra: Record<string, string> = {};
   for (const { name: column, index } of header.extra) {
     const value = collapseBlanks(cells[index] ?? '');
@@ -70,6 +72,7 @@ export function companyLine(cells: string[], header: CompanyHeader): CompanyLine
   }
   return {
     ok: true,
+    warnings,
     record: {
       name,
       nameKey: nameKey(name),
@@ -79,7 +82,7 @@ export function companyLine(cells: string[], header: CompanyHeader): CompanyLine
       industry: cell('industry'),
       employeeCount,
       country: cell('country'),
-      website: cell('website'),
+      website,
       extra: Object.keys(extra).length === 0 ? null : JSON.stringify(extra),
     },
   };

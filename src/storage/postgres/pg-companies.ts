@@ -17,7 +17,8 @@ type KeyedRow = CompanyRow & { k: string };
 /**
  * The company directory in table `companies`, with a full-text index (words) and a trigram index
  * (spelling) over `core_key`. A company is the same company when it has the same domain, or,
- * without a domain, the same name key; a record for one already stored replaces its values, so
+ * without a domain, the same name key; a record with a domain that no company has yet takes over
+ * the domain-less company of its name key, if any; a record for one already stored replaces its values, so
  * importing the same file twice changes nothing and a corrected file updates in place.
  */
 export class PgCompanies implements CompaniesPort {
@@ -123,6 +124,19 @@ export class PgCompanies implements CompaniesPort {
 
 async function upsertOne(tx: PgQueryable, r: CompanyRecord): Promise<keyof CompanyWrite> {
   const values = [r.name, r.coreKey, r.description, r.industry, r.employeeCount, r.country, r.website, r.extra];
+  // A company first imported without a domain is the same company when a later file gives it one;
+  // without this it would be stored twice. READ COMMITTED: two imports adopting the same row queue
+  // on its lock, and the second, re-checking `domain IS NULL`, falls through to the update by
+  // domain. Only an import inserting the same domain at that moment can make this fail (23505,
+  // not retried): the batch is refused whole, and running the import again updates in place.
+  if (r.domain !== null) {
+    const adopted = await tx.query(
+      `UPDATE companies SET domain = $10, name_key = $1, (${VALUES}) = ROW($2, $3, $4, $5, $6::bigint, $7, $8, $9)
+        WHERE domain IS NULL AND name_key = $1 AND NOT EXISTS (SELECT 1 FROM companies d WHERE d.domain = $10)`,
+      [r.nameKey, ...values, r.domain],
+    );
+    if (adopted.rowCount > 0) return 'updated';
+  }
   // DO NOTHING covers both unique indexes: the domain, and the name key of domain-less rows.
   const inserted = await tx.query(
     `INSERT INTO companies (name_key, domain, ${VALUES}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,

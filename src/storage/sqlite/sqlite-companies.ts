@@ -19,8 +19,9 @@ type KeyedRow = CompanyRow & { k: string };
 /**
  * The company directory in table `companies`, with its two FTS5 indexes over `core_key`
  * (`companies_words`, `companies_trigrams`) kept in step by triggers. A company is the same
- * company when it has the same domain, or, without a domain, the same name key; a record for one
- * already stored replaces its values, so importing the same file twice changes nothing and a
+ * company when it has the same domain, or, without a domain, the same name key; a record with a
+ * domain that no company has yet takes over the domain-less company of its name key, if any; a
+ * record for one already stored replaces its values, so importing the same file twice changes nothing and a
  * corrected file updates in place.
  */
 export class SqliteCompanies implements CompaniesPort {
@@ -55,6 +56,12 @@ export class SqliteCompanies implements CompaniesPort {
       // DO NOTHING covers both unique indexes: the domain, and the name key of domain-less rows.
       insert: db.prepare(`INSERT INTO companies (name_key, domain, ${VALUES}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
       updateByDomain: update('domain = ?'),
+      // A company first imported without a domain is the same company when a later file gives it
+      // one; without this it would be stored twice, once by name and once by domain.
+      adopt: db.prepare(
+        `UPDATE companies SET domain = ?, name_key = ?, (${VALUES}) = (?, ?, ?, ?, ?, ?, ?, ?)
+          WHERE domain IS NULL AND name_key = ? AND NOT EXISTS (SELECT 1 FROM companies d WHERE d.domain = ?)`,
+      ),
       updateByName: update('domain IS NULL AND name_key = ?'),
       // Answers cached before the import may now be wrong, and not only for the names imported:
       // a new company can become the better near match of any name. So the whole kind goes.
@@ -102,6 +109,10 @@ export class SqliteCompanies implements CompaniesPort {
         const write: CompanyWrite = { inserted: 0, updated: 0, unchanged: 0 };
         for (const r of records) {
           const values = [r.name, r.coreKey, r.description, r.industry, r.employeeCount, r.country, r.website, r.extra];
+          if (r.domain !== null && this.stmts.adopt.run(r.domain, r.nameKey, ...values, r.nameKey, r.domain).changes > 0) {
+            write.updated++;
+            continue;
+          }
           if (this.stmts.insert.run(r.nameKey, r.domain, ...values).changes > 0) {
             write.inserted++;
             continue;
