@@ -27,6 +27,13 @@ describe('companyPipeline.normalise', () => {
     ['xn--mnchen-3ya.de', 'domain:xn--mnchen-3ya.de'],
     ['E.ON', 'domain:e.on'],
     ['x'.repeat(200), `name:${'x'.repeat(200)}`],
+    ['"Acme Inc"', 'name:acme inc'],
+    ['“Acme”', 'name:acme'],
+    ["' Acme '", 'name:acme'],
+    ['\u200bAcme\u00a0', 'name:acme'],
+    ['"acme.com"', 'domain:acme.com'],
+    ['Toys "R" Us', 'name:toys "r" us'],
+    ['"Acme" Inc', 'name:"acme" inc'],
   ];
   it.each(valid)('%j is the key %j', (raw, key) => {
     expect(normaliseCompany(raw)).toEqual({ ok: true, key });
@@ -36,6 +43,8 @@ describe('companyPipeline.normalise', () => {
   const invalid: [raw: string, code: string][] = [
     ['', 'empty_value'],
     ['   \t ', 'empty_value'],
+    ['""', 'empty_value'],
+    ['\u200b', 'empty_value'],
     ['x'.repeat(201), 'company_too_long'],
     [`${'ü'.repeat(150)} ${'ß'.repeat(50)}`, 'company_too_long'],
   ];
@@ -90,6 +99,7 @@ describe('companyPipeline output', () => {
   it('is registered as the job type company, keyed by the company column', () => {
     expect(pipelineFor('company')).toBe(companyPipeline);
     expect(companyPipeline.keyHeader).toBe('company');
+    expect(companyPipeline.keyAliases).toEqual([expect.arrayContaining(['company name', 'organization']), expect.arrayContaining(['domain']), expect.arrayContaining(['website'])]);
     expect(companyPipeline.resultColumns).not.toContain('company');
   });
 

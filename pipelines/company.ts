@@ -1,12 +1,15 @@
 import { charCount, collapseBlanks, domainOf, MAX_COMPANY_CHARS } from '../src/lookups/company/company-names.js';
 import { COMPANY_KIND, type CompanyResult } from '../src/lookups/company/company-profile.js';
 import { ERROR_CODES } from '../src/shared/errors.js';
+import { unwrapCell } from './cell-text.js';
+import { COMPANY_ALIASES } from './key-aliases.js';
 import type { NormaliseResult, Pipeline } from './pipeline.js';
 
 /**
  * One company, by name or by domain, as a key:
  *
- * - blanks trimmed and collapsed; an empty cell is `empty_value`, more than 200 characters
+ * - quote marks around the whole cell (`"Acme"`, `“Acme”`) and invisible blanks dropped
+ *   (`unwrapCell`), blanks trimmed and collapsed; an empty cell is `empty_value`, more than 200 characters
  *   `company_too_long`;
  * - a value with a dot and no blanks that reads as a host is a domain, `domain:<host>`: scheme,
  *   user (`info@`), `www.`, port and path are dropped and it is lower-cased, so
@@ -15,7 +18,7 @@ import type { NormaliseResult, Pipeline } from './pipeline.js';
  *   `Acme, Inc.` is another (the lookup still finds the same company for both).
  */
 export function normaliseCompany(raw: string): NormaliseResult {
-  const text = collapseBlanks(raw);
+  const text = collapseBlanks(unwrapCell(raw));
   if (text === '') return { ok: false, code: ERROR_CODES.emptyValue, message: 'the company cell is empty' };
   if (charCount(text) > MAX_COMPANY_CHARS) {
     return { ok: false, code: ERROR_CODES.companyTooLong, message: `a company name or domain has ${MAX_COMPANY_CHARS} characters or fewer` };
@@ -29,6 +32,7 @@ export const companyPipeline: Pipeline<CompanyResult> = {
   type: 'company',
   lookupKind: COMPANY_KIND,
   keyHeader: 'company',
+  keyAliases: COMPANY_ALIASES,
   headerless: false,
   normalise: normaliseCompany,
   // All prefixed `company_`: the input's key column is `company` by default, and input files of

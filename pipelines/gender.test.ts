@@ -58,13 +58,72 @@ describe('genderPipeline.normalise', () => {
     [`x@${'a'.repeat(64)}.com`, 'invalid_email'],
     [`${'l'.repeat(64)}@${`${LONG_LABEL}.`.repeat(3)}${'a'.repeat(58)}.com`, 'invalid_email'],
     ['john@example.com>', 'invalid_email'],
-    ['John Smith <john@example.com>', 'invalid_email'],
-    ['mailto:john@example.com', 'invalid_email'],
   ];
   it.each(invalid)('%j is %s', (raw, code) => {
     const result = genderPipeline.normalise(raw);
     expect(result).toMatchObject({ ok: false, code });
     expect(result.ok ? '' : result.message).not.toBe('');
+  });
+
+  // Issue 19: the forms mail clients, CRMs and web pages export; the key is the bare address.
+  const forms: [raw: string, key: string][] = [
+    ['John Smith <john@example.com>', 'john@example.com'],
+    ['Jane Doe <Jane@Example.com>', 'jane@example.com'],
+    ['"Jane Doe" <jane@example.com>', 'jane@example.com'],
+    ['"Doe, Jane" <jane@example.com>', 'jane@example.com'],
+    ['Doe, Jane <jane@example.com>', 'jane@example.com'],
+    ['Jane Doe<jane@example.com>', 'jane@example.com'],
+    ['<jane@example.com>', 'jane@example.com'],
+    ['Jane Doe < jane@example.com >', 'jane@example.com'],
+    ['jane@example.com <jane@example.com>', 'jane@example.com'],
+    ['"jane@example.com" <jane@example.com>', 'jane@example.com'],
+    ['Jane <mailto:jane@example.com>', 'jane@example.com'],
+    ['mailto:john@example.com', 'john@example.com'],
+    ['MAILTO:John@Example.com', 'john@example.com'],
+    ['Mailto:jane@example.com?subject=Hello%20there&body=x', 'jane@example.com'],
+    ['mailto:jane%2Bnews@example.com', 'jane+news@example.com'],
+    ['"jane@example.com"', 'jane@example.com'],
+    ["'jane@example.com'", 'jane@example.com'],
+    ['“jane@example.com”', 'jane@example.com'],
+    ['‘jane@example.com’', 'jane@example.com'],
+    ['«jane@example.com»', 'jane@example.com'],
+    ['" jane@example.com "', 'jane@example.com'],
+    ['"Jane Doe <jane@example.com>"', 'jane@example.com'],
+    ['\u200bjane@example.com\u200b', 'jane@example.com'],
+    ['\ufeff\u00a0jane@example.com\u2060 ', 'jane@example.com'],
+  ];
+  it.each(forms)('the cell %j gives the address %j', (raw, key) => {
+    expect(genderPipeline.normalise(raw)).toEqual({ ok: true, key });
+  });
+
+  const refusedForms: [raw: string, code: string][] = [
+    ['a@x.com, b@y.com', 'multiple_addresses'],
+    ['a@x.com;b@y.com', 'multiple_addresses'],
+    ['a@x.com b@y.com', 'multiple_addresses'],
+    ['a@x.com\nb@y.com', 'multiple_addresses'],
+    ['a@x.com, a@x.com', 'multiple_addresses'],
+    ['Ann <a@x.com>, Bob <b@y.com>', 'multiple_addresses'],
+    ['a@x.com <b@y.com>', 'multiple_addresses'],
+    ['mailto:a@x.com,b@y.com', 'multiple_addresses'],
+    ['Jane Doe <>', 'invalid_email'],
+    ['Jane <Doe> <jane@example.com>', 'invalid_email'],
+    ['Jane Doe <jane@example.com', 'invalid_email'],
+    ['<jane smith@example.com>', 'invalid_email'],
+    ['mailto:', 'invalid_email'],
+    ['mailto:jane%zz@example.com', 'invalid_email'],
+    ['""', 'empty_value'],
+    ['\u200b “ ” \u200b', 'empty_value'],
+    ['jane\u200b@example.com', 'invalid_email'],
+  ];
+  it.each(refusedForms)('the cell %j is %s', (raw, code) => {
+    const result = genderPipeline.normalise(raw);
+    expect(result).toMatchObject({ ok: false, code });
+    expect(result.ok ? '' : result.message).not.toBe('');
+  });
+
+  it('one address in any of its forms is one key, so dedupe and billing count it once', () => {
+    const cells = ['jane@example.com', 'Jane <JANE@example.com>', 'mailto:Jane@Example.com', '"jane@example.com"', '\u00a0jane@EXAMPLE.com'];
+    expect(new Set(cells.map((raw) => genderPipeline.normalise(raw)).map((k) => (k.ok ? k.key : k.code)))).toEqual(new Set(['jane@example.com']));
   });
 
   it('an address of exactly 254 characters passes and one of 255 does not', () => {
@@ -84,6 +143,7 @@ describe('genderPipeline.normalise', () => {
 describe('genderPipeline output', () => {
   it('declares its columns and lookup', () => {
     expect(genderPipeline).toMatchObject({ type: 'gender', lookupKind: 'gender', keyHeader: 'email' });
+    expect(genderPipeline.keyAliases.flat()).toEqual(expect.arrayContaining(['email address', 'work email', 'mail', 'courriel']));
     expect(genderPipeline.resultColumns).toEqual(['gender', 'country', 'probability']);
   });
 

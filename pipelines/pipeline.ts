@@ -11,6 +11,12 @@ export interface Pipeline<R = unknown> {
   /** Header (compared without case) that holds the key when the caller names no column. */
   readonly keyHeader: string;
   /**
+   * Other names of the key column, in ranked groups (src/jobs/key-columns.ts compares them without
+   * case, accents, blanks, dashes, underscores and dots). `keyHeader` ranks first, then each group
+   * in order; two header cells matching within the best group found make the header ambiguous.
+   */
+  readonly keyAliases: readonly (readonly string[])[];
+  /**
    * Whether a file may come without a header row, its first column being the key. Only where a
    * header cell can never pass as a key: any text is a company name, so a header would be charged.
    */
@@ -32,6 +38,19 @@ export interface Pipeline<R = unknown> {
 export interface NormaliseOptions {
   /** ISO 3166-1 alpha-2 country for phone numbers written without a country code. */
   readonly defaultCountry?: string | undefined;
+  /**
+   * The row's own country cell (the job's country column), raw: it wins over `defaultCountry` for
+   * this row's national-format numbers. Unset when the file has no country column.
+   */
+  readonly rowCountry?: string | undefined;
 }
 
-export type NormaliseResult = { ok: true; key: string } | { ok: false; code: string; message: string };
+export type NormaliseResult = { ok: true; key: string; origin?: KeyOrigin } | { ok: false; code: string; message: string };
+
+/** Where a key with a country (a phone number) belongs, for the job's per-country counts. */
+export interface KeyOrigin {
+  /** ISO alpha-2 country of the number, or `001` for numbers of no country (+800, +882, ...). */
+  readonly country: string;
+  /** The number's own `+CC` disagreed with its row's country cell and won. */
+  readonly overrodeRow: boolean;
+}

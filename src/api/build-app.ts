@@ -38,6 +38,19 @@ const BULK_UPLOAD_BODY = {
             pattern: '^[A-Za-z]{2}$',
             description: 'phone_breaches: ISO 3166-1 alpha-2 country for numbers written without a country code',
           },
+          delimiter: {
+            type: 'string',
+            description: 'Cell separator: comma, semicolon, tab or pipe (or `,` `;` `\\t` `|`); default: detected from the header and first rows',
+          },
+          encoding: {
+            type: 'string',
+            description: 'Text encoding of the file: utf-8, utf-16le, utf-16be, windows-1252 or iso-8859-1 (any case; also utf8, cp1252, latin1); default: detected (a BOM, else UTF-8 if the first 64 KiB are valid UTF-8, else Windows-1252)',
+          },
+          country_column: {
+            type: 'string',
+            description: 'phone_breaches: header of the column holding each row\'s country; default: a column named country or country code',
+          },
+          excel: { type: 'string', enum: ['true', 'false'], description: 'true: the result files start with a UTF-8 BOM, so that Excel shows accented text correctly' },
           file: { type: 'string', format: 'binary', description: 'The CSV; send it after the other fields' },
         },
       },

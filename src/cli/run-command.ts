@@ -4,6 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { EXPORT_FILTERS, JOB_STATUSES, TERMINAL_STATUSES } from '../storage/job-states.js';
 import { jobSummary, type JobSummary } from '../jobs/job-summary.js';
 import { parseErrorRate } from '../jobs/job-service.js';
+import { DELIMITER_HELP, ENCODING_HELP, parseDelimiter, parseEncoding } from '../jobs/input-options.js';
 import { Worker } from '../jobs/worker.js';
 import type { Engine } from '../jobs/engine.js';
 import { parseLookups } from '../../pipelines/index.js';
@@ -15,7 +16,7 @@ import { ensureLocalAccount } from './local-account.js';
 import { progressReporter } from './progress.js';
 
 export const RUN_USAGE =
-  'sluice run FILE [--type gender|phone_breaches|company[,...]] [--lookup TYPE[:COLUMN]]... [--account ID] [--column NAME] [--default-country CC] [--max-error-rate R] [--out DIR] [--json]';
+  'sluice run FILE [--type gender|phone_breaches|company[,...]] [--lookup TYPE[:COLUMN]]... [--account ID] [--column NAME] [--default-country CC] [--country-column NAME] [--delimiter comma|semicolon|tab|pipe] [--encoding utf-8|utf-16le|utf-16be|windows-1252|iso-8859-1] [--excel] [--max-error-rate R] [--out DIR] [--json]';
 
 export interface RunResult {
   summary: JobSummary;
@@ -38,6 +39,10 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
       column: { type: 'string' },
       'default-country': { type: 'string' },
       'max-error-rate': { type: 'string' },
+      'country-column': { type: 'string' },
+      delimiter: { type: 'string' },
+      encoding: { type: 'string' },
+      excel: { type: 'boolean', default: false },
       out: { type: 'string' },
     },
     1,
@@ -50,6 +55,10 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
     column: values.column as string | undefined,
     defaultCountry: values['default-country'] as string | undefined,
     maxErrorRate: values['max-error-rate'] as string | undefined,
+    countryColumn: values['country-column'] as string | undefined,
+    delimiter: values.delimiter as string | undefined,
+    encoding: values.encoding as string | undefined,
+    excel: values.excel === true,
     outDir: values.out as string | undefined,
     progress: values.json ? undefined : io.stderr,
   });
@@ -75,6 +84,14 @@ export async function runJob(
     defaultCountry?: string;
     /** Failure budget, 0 to 1, as written; unset means the default. */
     maxErrorRate?: string;
+    /** Header of the column holding each row's country; unset: a `country` column if there is one. */
+    countryColumn?: string | undefined;
+    /** Cell separator as a word (`semicolon`) or the character; unset: detected. */
+    delimiter?: string | undefined;
+    /** Text encoding name; unset: detected. */
+    encoding?: string | undefined;
+    /** Result files start with a UTF-8 BOM for Excel. */
+    excel?: boolean;
     downloadLink?: boolean;
     outDir?: string;
     progress?: NodeJS.WriteStream;
@@ -91,6 +108,18 @@ export async function runJob(
   if (input.maxErrorRate !== undefined && maxErrorRate === undefined) {
     throw new AppError(ERROR_CODES.badArgument, `--max-error-rate must be a number from 0 to 1, such as 0.05, got "${input.maxErrorRate}"`);
   }
+  const delimiter = input.delimiter === undefined ? undefined : parseDelimiter(input.delimiter);
+  if (input.delimiter !== undefined && delimiter === undefined) {
+    throw new AppError(ERROR_CODES.badArgument, `--delimiter must be ${DELIMITER_HELP}, got "${input.delimiter}"`);
+  }
+  const encoding = input.encoding === undefined ? undefined : parseEncoding(input.encoding);
+  if (input.encoding !== undefined && encoding === undefined) {
+    throw new AppError(ERROR_CODES.badArgument, `--encoding must be one of ${ENCODING_HELP}, got "${input.encoding}"`);
+  }
+  const countryColumn = input.countryColumn?.trim();
+  if (input.countryColumn !== undefined && !countryColumn) {
+    throw new AppError(ERROR_CODES.badArgument, '--country-column needs the header of the column holding each row\'s country');
+  }
   const asked = parseLookups({ type: input.type ?? (input.lookups?.length ? undefined : 'gender'), column: input.column, lookup: input.lookups });
   const accountId = input.accountId ?? (await ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now()));
 
@@ -105,6 +134,10 @@ export async function runJob(
       ...(input.downloadLink ? { downloadLink: true } : {}),
       ...(defaultCountry === undefined ? {} : { defaultCountry }),
       ...(maxErrorRate === undefined ? {} : { maxErrorRate }),
+      ...(delimiter === undefined ? {} : { delimiter }),
+      ...(encoding === undefined ? {} : { encoding }),
+      ...(countryColumn ? { countryColumn } : {}),
+      ...(input.excel ? { excel: true } : {}),
     },
   });
 

@@ -162,10 +162,19 @@ describe('readCsvRows: rejected files', () => {
     ['zip (xlsx)', Buffer.from('PK\x03\x04\x14\x00\x06\x00', 'latin1'), 'compressed_file'],
     ['NUL in the first bytes', Buffer.from('a,b\n\x00\x01\x02\n', 'latin1'), 'binary_file'],
     ['NUL far into the file', Buffer.concat([Buffer.from('a,b\n'.repeat(10_000)), Buffer.from([0])]), 'binary_file'],
-    ['UTF-16 LE with BOM', Buffer.from('\uFEFFa,b\n', 'utf16le'), 'invalid_utf8'],
-    ['Latin-1 byte', Buffer.from('name\nJos\xe9\n', 'latin1'), 'invalid_utf8'],
-    ['overlong encoding', Buffer.from([0x61, 0x0a, 0xc0, 0xaf, 0x0a]), 'invalid_utf8'],
-    ['UTF-16 surrogate encoded in UTF-8', Buffer.from([0x61, 0x0a, 0xed, 0xa0, 0x80, 0x0a]), 'invalid_utf8'],
+    ['UTF-8 beside bytes invalid in it', Buffer.concat([Buffer.from('name\nJosé\nJos'), Buffer.from([0xe9, 0x0a])]), 'invalid_utf8'],
+    ['UTF-16 LE without a BOM', Buffer.from('name,city\nJosé,Köln\n', 'utf16le'), 'utf16_without_bom'],
+    ['UTF-16 BE without a BOM', Buffer.from('name,city\nJosé,Köln\n', 'utf16le').swap16(), 'utf16_without_bom'],
+    ['UTF-16 LE holding a NUL character', Buffer.from('\uFEFFa,b\n\0\n', 'utf16le'), 'binary_file'],
+    ['UTF-16 LE with a lone surrogate', Buffer.from('\uFEFFa\n\uD800\n', 'utf16le'), 'invalid_utf16'],
+    ['UTF-16 LE with an odd byte count', Buffer.concat([Buffer.from('\uFEFFa\n', 'utf16le'), Buffer.from([0x62])]), 'invalid_utf16'],
+    ['only a UTF-16 BOM', Buffer.from([0xff, 0xfe]), 'empty_file'],
+    ['Windows-1252 with a NUL', Buffer.from('name\nJos\xe9\x00\n', 'latin1'), 'binary_file'],
+    ['header splits on two delimiters equally', Buffer.from('name;notes, more\nDoe;ok, fine\n'), 'ambiguous_delimiter'],
+    ['header splits on two delimiters, rows fit neither', Buffer.from('a,b;c\n1,2\n3;4\n'), 'ambiguous_delimiter'],
+    ['unterminated quote, semicolons', Buffer.from('email;name\n"a@b.c;x\nd@e.f;y\n'), 'malformed_csv'],
+    ['stray quote, tabs', Buffer.from('name\temail\n"John" Smith\ta@b.c\n"x"\ty\n'), 'malformed_csv'],
+    ['stray quote, pipes', Buffer.from('name|email\n"John" Smith|a@b.c\n"x"|y\n'), 'malformed_csv'],
     ['truncated multi-byte char at EOF', Buffer.concat([Buffer.from('name\nJos'), Buffer.from([0xc3])]), 'invalid_utf8'],
     ['truncated 4-byte char at EOF', Buffer.concat([Buffer.from('a\n'), Buffer.from([0xf0, 0x9f, 0x98])]), 'invalid_utf8'],
     ['unterminated quote at EOF', Buffer.from('email\n"a@b.c,x\nd@e.f\n'), 'malformed_csv'],
@@ -176,12 +185,62 @@ describe('readCsvRows: rejected files', () => {
     expect((await failure(read(input, 1, { maxLineBytes: 1024, batchChars: 1 }))).code).toBe(code);
   });
 
-  it('a truncated multi-byte char in mid-file is invalid across a chunk boundary', async () => {
+  it('a truncated multi-byte char in mid-file is invalid across a chunk boundary, in a file declared UTF-8', async () => {
     const source = (async function* () {
       yield Buffer.from([0x61, 0x0a, 0xc3]);
       yield Buffer.from('b\n');
     })();
-    expect((await failure(readAll(source))).code).toBe('invalid_utf8');
+    expect((await failure(readAll(source, { ...LIMITS, encoding: 'utf-8' }))).code).toBe('invalid_utf8');
+  });
+
+  const declaredUtf8: [name: string, input: Buffer][] = [
+    ['Latin-1 byte', Buffer.from('name\nJos\xe9\n', 'latin1')],
+    ['overlong encoding', Buffer.from([0x61, 0x0a, 0xc0, 0xaf, 0x0a])],
+    ['UTF-16 surrogate encoded in UTF-8', Buffer.from([0x61, 0x0a, 0xed, 0xa0, 0x80, 0x0a])],
+  ];
+  it.each(declaredUtf8)('a file declared UTF-8 with invalid bytes is refused: %s', async (_name, input) => {
+    for (const chunkSize of [undefined, 1]) {
+      expect((await failure(read(input, chunkSize, { ...LIMITS, encoding: 'utf-8' }))).code).toBe('invalid_utf8');
+    }
+  });
+
+  it('a file detected as UTF-8 from its first 64 KiB is refused for an invalid byte after them', async () => {
+    const input = Buffer.concat([Buffer.from('name\n' + 'Jose\n'.repeat(20_000)), Buffer.from('Jos\xe9\n', 'latin1')]);
+    const error = await failure(read(input, 4096));
+    expect(error.code).toBe('invalid_utf8');
+    expect(error.details).toMatchObject({ nearByteOffset: expect.any(Number) });
+    const rows = await read(input, 4096, { ...LIMITS, encoding: 'windows-1252' });
+    expect(rows.at(-1)).toEqual(['José']);
+  });
+
+  it('names the candidates of an ambiguous delimiter and how to give it', async () => {
+    const error = await failure(read('name;notes, more\nDoe;ok, fine\n'));
+    expect(error.details).toEqual({ candidates: ['comma', 'semicolon'] });
+    expect(error.message).toContain('--delimiter');
+    expect(error.message).toContain('delimiter');
+    expect(await read('name;notes, more\nDoe;ok, fine\n', undefined, { ...LIMITS, delimiter: ';' })).toEqual([
+      ['name', 'notes, more'],
+      ['Doe', 'ok, fine'],
+    ]);
+  });
+
+  it('says which byte order a UTF-16 file without a BOM seems to have, and reads it when declared', async () => {
+    const le = Buffer.from('name,city\nJosé,Köln\n', 'utf16le');
+    expect((await failure(read(le))).details).toEqual({ likely: 'utf-16le' });
+    expect((await failure(read(Buffer.from(le).swap16()))).details).toEqual({ likely: 'utf-16be' });
+    const rows = [['name', 'city'], ['José', 'Köln']];
+    expect(await read(le, 3, { ...LIMITS, encoding: 'utf-16le' })).toEqual(rows);
+    expect(await read(Buffer.from(le).swap16(), 3, { ...LIMITS, encoding: 'utf-16be' })).toEqual(rows);
+  });
+
+  it('the line limit holds for every delimiter', async () => {
+    const limits = { maxLineBytes: 100 };
+    for (const d of [',', ';', '\t', '|']) {
+      const line = `"${`x${d}`.repeat(60)}"${d}y`;
+      const error = await failure(read(`a${d}b\n${line}\nc${d}d\n`, 7, limits));
+      expect(error.code, JSON.stringify(d)).toBe('line_too_long');
+      expect(error.details).toMatchObject({ record: 2 });
+    }
   });
 
   it('says which record an unterminated quote opens', async () => {
@@ -263,5 +322,100 @@ describe('readCsvRows: rejected files', () => {
       for await (const _batch of readCsvRows(source, { maxLineBytes: 100, batchChars: 1 }, controller.signal)) void _batch;
     })();
     await expect(reading).rejects.toThrow('stop');
+  });
+});
+
+describe('readCsvRows: delimiters', () => {
+  const rows = [['email', 'name'], ['a@b.c', 'Jane, Doe'], ['d@e.f', '']];
+  const detected: [name: string, input: string, rows: string[][]][] = [
+    ['comma', 'email,name\na@b.c,"Jane, Doe"\nd@e.f,\n', rows],
+    ['semicolon', 'email;name\na@b.c;Jane, Doe\nd@e.f;\n', rows],
+    ['tab', 'email\tname\na@b.c\tJane, Doe\nd@e.f\t\n', rows],
+    ['pipe', 'email|name\na@b.c|Jane, Doe\nd@e.f|\n', rows],
+    ['semicolon with quoted cells and CRLF', '"email";"name"\r\n"a@b.c";"Jane, Doe"\r\n"d@e.f";""\r\n', rows],
+    ['the only candidate that splits the header wins, even with commas in the rows', 'name;amount\nSmith;1,5\nDoe;2,25\n', [
+      ['name', 'amount'], ['Smith', '1,5'], ['Doe', '2,25'],
+    ]],
+    ['of two that fit every row, the one giving more cells wins', 'a,b;c,d\n1,2;3,4\n', [['a', 'b;c', 'd'], ['1', '2;3', '4']]],
+    ['a header with no candidate is one column, read with commas', 'email\na@b.c\nd@e.f;x\n', [['email'], ['a@b.c'], ['d@e.f;x']]],
+    ['a delimiter inside quotes does not count', '"a;b",c\n"d;e",f\n', [['a;b', 'c'], ['d;e', 'f']]],
+    ['a comma inside quotes does not count', '"a,b";c\n"d,e";f\n', [['a,b', 'c'], ['d,e', 'f']]],
+    ['blank lines before the header are skipped', '\n\nemail|name\n\nx|y\n', [['email', 'name'], ['x', 'y']]],
+    ['a quoted CR line break after a semicolon is data', 'a;"b\r\nc"\r\nd;e\r\n', [['a', 'b\r\nc'], ['d', 'e']]],
+    ['a quoted lone CR after a tab is data', 'a\t"b\rc"\rd\te\r', [['a', 'b\rc'], ['d', 'e']]],
+    ['ragged rows do not stop the only candidate', 'a;b;c\n1\n1;2;3;4\n', [['a', 'b', 'c'], ['1'], ['1', '2', '3', '4']]],
+  ];
+  it.each(detected)('detects %s', async (_name, input, expected) => {
+    expect(await read(input)).toEqual(expected);
+    for (const chunkSize of [1, 2, 5]) {
+      expect(await read(input, chunkSize, { maxLineBytes: 1024, batchChars: 1 }), `chunk ${chunkSize}`).toEqual(expected);
+    }
+  });
+
+  const given: [delimiter: ',' | ';' | '\t' | '|', input: string, rows: string[][]][] = [
+    [',', 'a;b\n1;2\n', [['a;b'], ['1;2']]],
+    [';', 'a,b;c\n1,2;3\n', [['a,b', 'c'], ['1,2', '3']]],
+    ['\t', 'a|b\tc\n', [['a|b', 'c']]],
+    ['|', 'a\tb|c\n', [['a\tb', 'c']]],
+  ];
+  it.each(given)('a given delimiter %j is used as it is', async (delimiter, input, expected) => {
+    expect(await read(input, undefined, { ...LIMITS, delimiter })).toEqual(expected);
+  });
+
+  it('detects from the first 64 Ki characters a file far longer, whatever the chunks', async () => {
+    const input = 'email;name\n' + Array.from({ length: 10_000 }, (_, i) => `u${i}@example.com;"Name; ${i}"\n`).join('');
+    for (const chunkSize of [1000, 65_536, 1 << 20]) {
+      const got = await read(input, chunkSize);
+      expect(got).toHaveLength(10_001);
+      expect(got[9_999]).toEqual(['u9998@example.com', 'Name; 9998']);
+    }
+  });
+});
+
+describe('readCsvRows: encodings', () => {
+  const rows = [['name', 'city'], ['José Müller', 'Köln'], ['Zoë “Z” Ørsted', 'Århus €']];
+  const text = 'name;city\r\nJosé Müller;Köln\r\nZoë “Z” Ørsted;Århus €\r\n';
+  const utf16le = (s: string) => Buffer.from(s, 'utf16le');
+  const cp1252 = (s: string) => Buffer.from(s.replace('“', '\x93').replace('”', '\x94').replace('€', '\x80'), 'latin1');
+  const detected: [name: string, input: Buffer][] = [
+    ['UTF-8', Buffer.from(text)],
+    ['UTF-8 with a BOM', Buffer.from('\uFEFF' + text)],
+    ['UTF-16 LE with a BOM', utf16le('\uFEFF' + text)],
+    ['UTF-16 BE with a BOM', utf16le('\uFEFF' + text).swap16()],
+    ['Windows-1252 (bytes invalid in UTF-8)', cp1252(text)],
+  ];
+  it.each(detected)('detects %s and gives the same rows at every chunk size', async (_name, input) => {
+    expect(await read(input)).toEqual(rows);
+    for (const chunkSize of [1, 2, 3, 7]) {
+      expect(await read(input, chunkSize, { maxLineBytes: 1024, batchChars: 1 }), `chunk ${chunkSize}`).toEqual(rows);
+    }
+  });
+
+  it('é as the single byte 0xE9 is Windows-1252', async () => {
+    expect(await read(Buffer.from('name\nJos\xe9\n', 'latin1'))).toEqual([['name'], ['José']]);
+  });
+
+  const declared: [encoding: 'utf-8' | 'utf-16le' | 'utf-16be' | 'windows-1252' | 'iso-8859-1', input: Buffer][] = [
+    ['utf-8', Buffer.from(text)],
+    ['utf-8', Buffer.from('\uFEFF' + text)],
+    ['utf-16le', utf16le(text)],
+    ['utf-16le', utf16le('\uFEFF' + text)],
+    ['utf-16be', utf16le(text).swap16()],
+    ['utf-16be', utf16le('\uFEFF' + text).swap16()],
+    ['windows-1252', cp1252(text)],
+    // ISO-8859-1 is read as Windows-1252: its 0x80-0x9F controls never occur in real text.
+    ['iso-8859-1', cp1252(text)],
+  ];
+  it.each(declared)('reads a file declared %s', async (encoding, input) => {
+    expect(await read(input, 5, { ...LIMITS, encoding })).toEqual(rows);
+  });
+
+  it('a BOM decides over a declared encoding', async () => {
+    expect(await read(Buffer.from('\uFEFF' + text), undefined, { ...LIMITS, encoding: 'windows-1252' })).toEqual(rows);
+    expect(await read(utf16le('\uFEFF' + text), undefined, { ...LIMITS, encoding: 'utf-8' })).toEqual(rows);
+  });
+
+  it('a Windows-1252 file declared as such keeps bytes that are valid UTF-8 as Windows-1252', async () => {
+    expect(await read(Buffer.from('a\n\xc3\xa9\n', 'latin1'), undefined, { ...LIMITS, encoding: 'windows-1252' })).toEqual([['a'], ['Ã©']]);
   });
 });

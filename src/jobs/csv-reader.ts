@@ -1,5 +1,8 @@
 import Papa from 'papaparse';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
+import type { InputDelimiter, InputEncoding } from '../storage/job-records.js';
+import { DELIMITER_SAMPLE_CHARS, detectDelimiter } from './delimiter-detection.js';
+import { InputDecoder } from './input-decoding.js';
 
 export interface CsvReadOptions {
   /**
@@ -14,12 +17,14 @@ export interface CsvReadOptions {
    * (64 Ki characters is about a thousand typical rows). Tests set it to 1 to parse at every byte.
    */
   readonly batchChars?: number;
+  /** The cell separator; unset: detected from the first records (see `detectDelimiter`). */
+  readonly delimiter?: InputDelimiter | undefined;
+  /** The text encoding; unset: detected from the first bytes (see `InputDecoder`). */
+  readonly encoding?: InputEncoding | undefined;
 }
 
 const DEFAULT_BATCH_CHARS = 64 * 1024;
-const SNIFF_BYTES = 4;
 const QUOTE = 34;
-const COMMA = 44;
 const LF = 10;
 const CR = 13;
 
@@ -31,11 +36,12 @@ interface PapaStepResult {
 }
 
 /**
- * Streams a CSV (comma-delimited, no header handling: the header is just the first row) as
- * batches of rows. Rejects a file up front, with an `AppError`, when it is empty, compressed,
- * binary, not UTF-8, has a record longer than `maxLineBytes`, or has broken quoting.
+ * Streams a CSV (no header handling: the header is just the first row) as batches of rows.
+ * Rejects a file up front, with an `AppError`, when it is empty, compressed, binary, not valid in
+ * its encoding, has a record longer than `maxLineBytes`, has broken quoting, or no clear delimiter.
  *
- * - A leading UTF-8 BOM is dropped; every other byte must be strict UTF-8.
+ * - Decoding and its rule are `InputDecoder`'s: a leading BOM is dropped, UTF-8 is strict.
+ * - The delimiter is the given one, or `detectDelimiter`'s choice on the first 64 Ki characters.
  * - CRLF, LF and lone CR all end a record, even mixed in one file. Record ends are unified to LF
  *   before parsing; line breaks inside quoted cells are data and come back exactly as written.
  * - Blank lines (a record of one empty or whitespace-only cell) are skipped; the caller sees
@@ -60,8 +66,8 @@ export async function* readCsvRows(
       details: { maxLineBytes, batchChars },
     });
   }
-  const bytes = new StrictUtf8Input();
-  const records = new RecordBatcher(maxLineBytes, batchChars);
+  const bytes = new InputDecoder(options.encoding);
+  const records = new RecordBatcher(maxLineBytes, batchChars, options.delimiter);
   for await (const chunk of source) {
     signal?.throwIfAborted();
     yield* records.push(bytes.decode(chunk));
@@ -72,77 +78,6 @@ export async function* readCsvRows(
   yield* records.end(tail);
 }
 
-/** Byte-level checks and strict streaming UTF-8 decoding. */
-class StrictUtf8Input {
-  private readonly decoder = new TextDecoder('utf-8', { fatal: true });
-  /** The first bytes, held back until there are enough to recognise a file type. */
-  private head: Buffer | undefined = Buffer.alloc(0);
-  private byteOffset = 0;
-  charCount = 0;
-
-  decode(chunk: Buffer | Uint8Array): string {
-    let buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    if (this.head !== undefined) {
-      buf = this.head.length === 0 ? buf : Buffer.concat([this.head, buf]);
-      if (buf.length < SNIFF_BYTES) {
-        this.head = Buffer.from(buf);
-        return '';
-      }
-      this.head = undefined;
-      sniffFileType(buf);
-    }
-    return this.decodeBytes(buf, true);
-  }
-
-  end(): string {
-    let text = '';
-    if (this.head !== undefined) {
-      const head = this.head;
-      this.head = undefined;
-      if (head.length === 0) throw new AppError(ERROR_CODES.emptyFile, 'the file is empty (0 bytes)');
-      sniffFileType(head);
-      text = this.decodeBytes(head, true);
-    }
-    return text + this.decodeBytes(undefined, false);
-  }
-
-  private decodeBytes(buf: Buffer | undefined, stream: boolean): string {
-    if (buf !== undefined) {
-      // NUL is valid UTF-8, so the decoder would let UTF-16 text or a binary file through.
-      const nul = buf.indexOf(0);
-      if (nul !== -1) {
-        throw new AppError(ERROR_CODES.binaryFile, 'the file holds NUL bytes: it is binary, not a CSV text file', {
-          details: { byteOffset: this.byteOffset + nul },
-        });
-      }
-    }
-    let text: string;
-    try {
-      text = this.decoder.decode(buf, { stream });
-    } catch (e: unknown) {
-      throw new AppError(ERROR_CODES.invalidUtf8, 'the file is not valid UTF-8; save it as CSV UTF-8', {
-        cause: e,
-        details: { nearByteOffset: this.byteOffset },
-      });
-    }
-    this.byteOffset += buf?.length ?? 0;
-    this.charCount += text.length;
-    return text;
-  }
-}
-
-function sniffFileType(head: Buffer): void {
-  if (head[0] === 0x1f && head[1] === 0x8b) {
-    throw new AppError(ERROR_CODES.compressedFile, 'the file is gzip-compressed; upload the uncompressed CSV');
-  }
-  if (head[0] === 0x50 && head[1] === 0x4b && head[2] === 0x03 && head[3] === 0x04) {
-    throw new AppError(ERROR_CODES.compressedFile, 'the file is a ZIP archive (an Excel .xlsx workbook?); export it as CSV');
-  }
-  if ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff)) {
-    throw new AppError(ERROR_CODES.invalidUtf8, 'the file is UTF-16 text; save it as CSV UTF-8');
-  }
-}
-
 /**
  * Cuts decoded text into records with papaparse's core parser. Papaparse cannot resume inside a
  * record, so the unfinished last record of each parse call is carried over and parsed again with
@@ -151,12 +86,10 @@ function sniffFileType(head: Buffer): void {
  * depends on where the chunk boundaries fell.
  */
 class RecordBatcher {
-  private readonly parser = new Papa.Parser({
-    delimiter: ',',
-    newline: '\n',
-    quoteChar: '"',
-    step: (result: PapaStepResult) => this.take(result),
-  });
+  /** Made once the delimiter is known; until then the text is held in `sample`. */
+  private parser: Papa.Parser | undefined;
+  private delimiterCode = -1;
+  private sample = '';
   private carry = '';
   private pending: string[] = [];
   private pendingChars = 0;
@@ -175,9 +108,38 @@ class RecordBatcher {
   constructor(
     private readonly maxBytes: number,
     private readonly batchChars: number,
-  ) {}
+    delimiter: InputDelimiter | undefined,
+  ) {
+    if (delimiter !== undefined) this.begin(delimiter);
+  }
+
+  private begin(delimiter: InputDelimiter): void {
+    this.delimiterCode = delimiter.charCodeAt(0);
+    this.parser = new Papa.Parser({
+      delimiter,
+      newline: '\n',
+      quoteChar: '"',
+      step: (result: PapaStepResult) => this.take(result),
+    });
+  }
 
   *push(text: string): Generator<string[][], void, undefined> {
+    if (this.parser === undefined) {
+      this.sample += text;
+      if (this.sample.length < DELIMITER_SAMPLE_CHARS) return;
+      text = this.takeSample(false);
+    }
+    yield* this.split(text);
+  }
+
+  private takeSample(complete: boolean): string {
+    const text = this.sample;
+    this.sample = '';
+    this.begin(detectDelimiter(text, complete));
+    return text;
+  }
+
+  private *split(text: string): Generator<string[][], void, undefined> {
     if (this.heldCr) {
       text = '\r' + text;
       this.heldCr = false;
@@ -218,7 +180,7 @@ class RecordBatcher {
       }
       const prev = at === 0 ? this.lastChar : text.charCodeAt(at - 1);
       // Right after a closing quote, a quote is the second half of `""` and reopens the cell.
-      if (closedAt === at - 1 || prev === -1 || prev === COMMA || prev === LF || prev === CR) this.inQuotes = true;
+      if (closedAt === at - 1 || prev === -1 || prev === this.delimiterCode || prev === LF || prev === CR) this.inQuotes = true;
     };
     let out = text;
     if (text.indexOf('\r') === -1) {
@@ -243,7 +205,11 @@ class RecordBatcher {
   }
 
   *end(tail: string): Generator<string[][], void, undefined> {
-    yield* this.push(tail);
+    if (this.parser === undefined) {
+      this.sample += tail;
+      tail = this.takeSample(true);
+    }
+    yield* this.split(tail);
     if (this.heldCr) {
       this.pending.push('\n');
       this.heldCr = false;
@@ -257,7 +223,7 @@ class RecordBatcher {
     this.pending = [];
     this.pendingChars = 0;
     this.recordEnd = 0;
-    this.parser.parse(this.input, 0, !final);
+    this.parser!.parse(this.input, 0, !final);
     this.carry = final ? '' : this.input.slice(this.recordEnd);
     this.input = '';
     if (exceedsBytes(this.carry, this.maxBytes)) this.rejectLong(this.recordCount + 1);

@@ -15,6 +15,12 @@ export interface JobSummary {
   /** The failure budget: the share of rows that may end as `error` before the job fails. */
   max_error_rate: number | null;
   outputs: { all: string | null; found: string | null; errors: string | null };
+  /**
+   * Phone jobs, once split: how many numbers ended in which country (ISO alpha-2, `001` for +800
+   * and other numbers of no country), and how many whose own `+CC` overruled their row's country.
+   */
+  countries?: Record<string, number>;
+  country_overrides?: number;
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -43,6 +49,8 @@ export function jobSummary(job: JobRecord): JobSummary {
     credits_used: job.creditsUsed,
     max_error_rate: job.options.maxErrorRate ?? null,
     outputs: { all: job.resultAllKey, found: job.resultFoundKey, errors: job.resultErrorsKey },
+    // Absent rather than null for jobs with no phone numbers: their summaries stay as they were.
+    ...(job.countries ? { countries: job.countries.byCountry, country_overrides: job.countries.overrides } : {}),
     created_at: iso(job.createdAt)!,
     started_at: iso(job.startedAt),
     finished_at: iso(job.finishedAt),

@@ -1,22 +1,16 @@
-import { jobLookups, type JobLookup } from '../../pipelines/index.js';
-import type { NormaliseOptions, Pipeline } from '../../pipelines/pipeline.js';
+import { jobLookups } from '../../pipelines/index.js';
+import type { NormaliseOptions } from '../../pipelines/pipeline.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { ChunkBodyBuilder, chunkObjectKey, encodeChunkRow, ROW_KINDS, type RowKey } from './chunk-format.js';
 import { readCsvRows } from './csv-reader.js';
 import type { EngineDeps } from './engine-deps.js';
+import { findKeyColumns, type KeyColumn } from './key-columns.js';
 import type { JobRecord, Lease } from '../storage/job-records.js';
 import { KeySet } from './key-set.js';
+import { CountryTally, findCountryColumn } from './row-country.js';
 
 /** A row over SLUICE_MAX_CELLS_PER_ROW, as every lookup sees it. */
 const TOO_WIDE: RowKey = { kind: ROW_KINDS.invalid, value: ERROR_CODES.rowTooWide };
-
-interface KeyColumn {
-  header: string[];
-  /** Column of each lookup's key, in lookup order. */
-  indexes: number[];
-  /** A file with no header row: its first row is data. */
-  firstRowIsData: boolean;
-}
 
 /**
  * Reads the whole input once: strict decoding, parsing, validation, in-file dedupe, and chunk
@@ -33,6 +27,8 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
   const chunks: { firstRow: number; rowCount: number }[] = [];
   let keyColumn: KeyColumn | undefined;
   let keyIndexes: number[] = [];
+  let countryIndex: number | undefined;
+  const countries = new CountryTally();
   const body = new ChunkBodyBuilder();
   let totalRows = 0;
   let width = 0;
@@ -51,7 +47,7 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
   };
 
   const input = await deps.objects.getStream(job.inputKey, undefined, signal);
-  for await (const batch of readCsvRows(input, { maxLineBytes: limits.maxLineBytes }, signal)) {
+  for await (const batch of readCsvRows(input, { maxLineBytes: limits.maxLineBytes, delimiter: job.options.delimiter, encoding: job.options.encoding }, signal)) {
     for (const cells of batch) {
       if (keyColumn === undefined) {
         // Every output row is as wide as the header: a wide one would make every row wide.
@@ -62,6 +58,7 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
         }
         keyColumn = findKeyColumns(cells, lookups, normaliseOptions);
         keyIndexes = keyColumn.indexes;
+        countryIndex = findCountryColumn(keyColumn.firstRowIsData ? undefined : cells, job.options.countryColumn);
         if (!keyColumn.firstRowIsData) continue;
       }
       totalRows++;
@@ -76,9 +73,11 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
         body.append(encodeChunkRow(lookups.map(() => TOO_WIDE), cells.slice(0, keyColumn.header.length)));
       } else {
         if (cells.length > width) width = cells.length;
+        const rowOptions = countryIndex === undefined ? normaliseOptions : { ...normaliseOptions, rowCountry: cells[countryIndex] ?? '' };
         const keys: RowKey[] = lookups.map(({ pipeline }, l) => {
-          const normalised = pipeline.normalise(cells[keyIndexes[l]!] ?? '', normaliseOptions);
+          const normalised = pipeline.normalise(cells[keyIndexes[l]!] ?? '', rowOptions);
           if (!normalised.ok) return { kind: ROW_KINDS.invalid, value: normalised.code };
+          if (normalised.origin !== undefined) countries.add(normalised.origin);
           return { kind: seen[l]!.add(normalised.key) ? ROW_KINDS.lookup : ROW_KINDS.duplicate, value: normalised.key };
         });
         body.append(encodeChunkRow(keys, cells));
@@ -92,7 +91,7 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
   await flush();
   await pendingPut;
 
-  await deps.jobs.finishSplit(job.id, lease, { header: widen(keyColumn.header, width), keyColumn: keyColumn.indexes[0]!, totalRows, chunks }, deps.clock.now());
+  await deps.jobs.finishSplit(job.id, lease, { header: widen(keyColumn.header, width), keyColumn: keyColumn.indexes[0]!, totalRows, chunks, countries: countries.result() }, deps.clock.now());
   deps.log.info({ jobId: job.id, rows: totalRows, chunks: chunks.length, distinct: seen.map((s) => s.size) }, 'job split');
 }
 
@@ -103,54 +102,4 @@ export async function splitJob(deps: EngineDeps, job: JobRecord, lease: Lease, s
 function widen(header: string[], width: number): string[] {
   if (header.length >= width) return header;
   return [...header, ...Array.from({ length: width - header.length }, (_, i) => `column_${header.length + i + 1}`)];
-}
-
-/**
- * Each lookup's key column, by `findKeyColumn`. A file without a header row can serve one lookup
- * only: with several, every key column must be found by its header.
- */
-function findKeyColumns(firstRow: string[], lookups: readonly JobLookup[], options: NormaliseOptions): KeyColumn {
-  if (lookups.length === 1) {
-    const found = findKeyColumn(firstRow, lookups[0]!.pipeline, lookups[0]!.column, options);
-    return { header: found.header, indexes: [found.index], firstRowIsData: found.firstRowIsData };
-  }
-  const indexes = lookups.map(({ pipeline, column }) => {
-    const wanted = (column ?? pipeline.keyHeader).trim().toLowerCase();
-    const index = firstRow.findIndex((cell) => cell.trim().toLowerCase() === wanted);
-    if (index >= 0) return index;
-    if (column !== undefined) throw new AppError(ERROR_CODES.columnNotFound, `no column named "${column}" in the header row`, { details: { column } });
-    throw new AppError(
-      ERROR_CODES.noKeyColumn,
-      `no "${pipeline.keyHeader}" column for the ${pipeline.type} lookup in the header row; name it with lookup=${pipeline.type}:COLUMN`,
-    );
-  });
-  return { header: firstRow, indexes, firstRowIsData: false };
-}
-
-/**
- * The key column is the header the caller named, else the pipeline's own header (`email`), else,
- * when the first row's first cell is itself a valid key, column 1 of a file with no header row.
- */
-export function findKeyColumn(
-  firstRow: string[],
-  pipeline: Pipeline,
-  column: string | undefined,
-  options: NormaliseOptions = {},
-): { header: string[]; index: number; firstRowIsData: boolean } {
-  const wanted = (column ?? pipeline.keyHeader).trim().toLowerCase();
-  const index = firstRow.findIndex((cell) => cell.trim().toLowerCase() === wanted);
-  if (index >= 0) return { header: firstRow, index, firstRowIsData: false };
-  if (column !== undefined) {
-    throw new AppError(ERROR_CODES.columnNotFound, `no column named "${column}" in the header row`, { details: { column } });
-  }
-  if (pipeline.headerless && pipeline.normalise(firstRow[0] ?? '', options).ok) {
-    const header = firstRow.map((_, i) => (i === 0 ? pipeline.keyHeader : `column_${i + 1}`));
-    return { header, index: 0, firstRowIsData: true };
-  }
-  throw new AppError(
-    ERROR_CODES.noKeyColumn,
-    pipeline.headerless
-      ? `no "${pipeline.keyHeader}" column in the header row, and the first column holds no ${pipeline.keyHeader}`
-      : `no "${pipeline.keyHeader}" column in the header row; name the key column with --column (column= in the API)`,
-  );
 }

@@ -33,8 +33,12 @@ export const ERROR_CODES = {
   /** A data row with more cells than SLUICE_MAX_CELLS_PER_ROW: invalid, its extra cells dropped. */
   rowTooWide: 'row_too_wide',
   invalidEmail: 'invalid_email',
+  /** An email cell holding two or more addresses (`a@x.com, b@y.com`): which one to look up is a guess. */
+  multipleAddresses: 'multiple_addresses',
   invalidPhone: 'invalid_phone',
   missingCountryCode: 'missing_country_code',
+  /** A national number read with the job's default country but written without its trunk prefix: likely another country's. */
+  implausibleNumber: 'implausible_number',
   lookupFailed: 'lookup_failed',
   providerUnavailable: 'provider_unavailable',
   // rows of a breach index import (counted and reported, never fatal)

@@ -58,6 +58,16 @@ export interface JobRecord {
   startedAt: number | null;
   updatedAt: number;
   finishedAt: number | null;
+  /** Per-country counts of the job's phone numbers, set by the split; null before it or without phones. */
+  countries: PhoneCountryCounts | null;
+}
+
+/** What the split read of a job's phone numbers: numbers per country they ended in, and overrides. */
+export interface PhoneCountryCounts {
+  /** ISO alpha-2 country (or `001` for +800-style numbers) to the number of rows read as it. */
+  byCountry: Record<string, number>;
+  /** Numbers whose own `+CC` disagreed with their row's country cell, and won. */
+  overrides: number;
 }
 
 export interface ChunkRecord {

@@ -1,6 +1,6 @@
 import type { SharedRecords } from '../shared/shared-records.js';
 import type { JobStatus } from './job-states.js';
-import type { BatchOutput, ChunkRecord, JobOptions, JobRecord, Lease, RowCounters, StoredOutput } from './job-records.js';
+import type { BatchOutput, ChunkRecord, JobOptions, JobRecord, Lease, PhoneCountryCounts, RowCounters, StoredOutput } from './job-records.js';
 import type {
   Account,
   ApiKeyRow,
@@ -76,6 +76,8 @@ export interface SplitResult {
   keyColumn: number;
   totalRows: number;
   chunks: { firstRow: number; rowCount: number }[];
+  /** Per-country counts of the phone numbers read; absent or null when the job read none. */
+  countries?: PhoneCountryCounts | null;
 }
 
 export interface TransitionInput {

@@ -29,7 +29,7 @@ const rejected: [string, string | Buffer, string][] = [
   ['header only', 'id,email,name\n', 'no_rows'],
   ['blank lines only', '\n\n\r\n', 'no_rows'],
   ['no usable column', 'id,name\n1,John\n2,Mary\n', 'no_key_column'],
-  ['invalid UTF-8', Buffer.concat([Buffer.from('email\njohn@example.com\n'), Buffer.from([0xc3, 0x28]), Buffer.from('\n')]), 'invalid_utf8'],
+  ['invalid UTF-8 beside valid UTF-8', Buffer.concat([Buffer.from('email\njosé@example.com\n'), Buffer.from([0xc3, 0x28]), Buffer.from('\n')]), 'invalid_utf8'],
   ['a very long line', `email,notes\njohn@example.com,${'x'.repeat(5000)}\n`, 'line_too_long'],
   ['an unbalanced quote', 'email,note\njohn@example.com,"never closed\nmary@example.com,x\n', 'malformed_csv'],
   ['a stray quote in a quoted field', 'email,note\njohn@example.com,"a "b" c"\n', 'malformed_csv'],

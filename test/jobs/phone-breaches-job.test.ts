@@ -120,7 +120,8 @@ describe.each(TEST_STORES)('phone breaches on %s', (store) => {
         ['6', '', '', '', '', '', 'invalid', '0', 'empty_value'],
       ]);
       expect(all[0]!.summary).toBe('Found in 2 breaches (2019-05-01 to 2021-02-03): Acme, Globex');
-      expect(all[0]!.phone).toBe("'+49 30 1234567");
+      // A phone number in a standard written form cannot run as a formula: written back as it was.
+      expect(all[0]!.phone).toBe('+49 30 1234567');
       const found = await resultRecords(fs.readFileSync(run.files.found!));
       expect(found.map((r) => r.id)).toEqual(['1', '4', '5']);
       expect((await e.deps.billing.requireAccount(account.id)).credits).toBe(97);

@@ -54,6 +54,7 @@ describe.each(TEST_STORES)('Store contract on %s: jobs and leases', (kind) => {
         startedAt: null,
         updatedAt: NOW,
         finishedAt: null,
+        countries: null,
       });
       expect(await store.jobs.get('job_1')).toEqual(created);
       expect(await store.jobs.require('job_1')).toEqual(created);
@@ -173,6 +174,20 @@ describe.each(TEST_STORES)('Store contract on %s: jobs and leases', (kind) => {
       expect(await store.jobs.liveLeaseOwners(NOW + 5)).toEqual([]);
       // The split phase is over: the job is not leased again until its chunks are done.
       expect(await store.jobs.acquireJobPhase('worker-b', NOW + LEASE_MS * 2, LEASE_MS)).toBeUndefined();
+    });
+
+    it("keeps the split's per-country phone counts with the job, and none when the split read none", async () => {
+      const account = await newAccount(store);
+      await newJob(store, account.id, 'job_1');
+      await newJob(store, account.id, 'job_2');
+      const countries = { byCountry: { US: 1573, DE: 12, '001': 1 }, overrides: 2 };
+      const first = await store.jobs.acquireJobPhase('worker-a', NOW, LEASE_MS);
+      await store.jobs.finishSplit(first!.job.id, first!.lease, { header: ['phone'], keyColumn: 0, totalRows: 1586, chunks: [{ firstRow: 0, rowCount: 1586 }], countries }, NOW);
+      const second = await store.jobs.acquireJobPhase('worker-a', NOW, LEASE_MS);
+      await store.jobs.finishSplit(second!.job.id, second!.lease, { header: ['email'], keyColumn: 0, totalRows: 1, chunks: [{ firstRow: 0, rowCount: 1 }] }, NOW);
+      expect((await store.jobs.require(first!.job.id)).countries).toEqual(countries);
+      expect((await store.jobs.require(second!.job.id)).countries).toBeNull();
+      expect((await store.jobs.list({ limit: 10, offset: 0 })).jobs.find((j) => j.id === first!.job.id)?.countries).toEqual(countries);
     });
 
     it('moves a split with no chunks straight to assembly', async () => {

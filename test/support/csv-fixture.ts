@@ -16,7 +16,7 @@ export async function parseCsv(text: string | Buffer): Promise<string[][]> {
   async function* source() {
     yield Buffer.isBuffer(text) ? text : Buffer.from(text);
   }
-  for await (const batch of readCsvRows(source(), { maxLineBytes: 1 << 20 })) rows.push(...batch);
+  for await (const batch of readCsvRows(source(), { maxLineBytes: 1 << 20, delimiter: ',' })) rows.push(...batch);
   return rows;
 }
 

@@ -30,7 +30,7 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         consumes: ['multipart/form-data'],
         response: { 202: { description: 'The queued job', type: 'object', additionalProperties: true } },
         description:
-          'Multipart form: `type` (gender, phone_breaches or company, or several joined by commas) or one `lookup` field per lookup (`TYPE` or `TYPE:COLUMN`), `download_link` (true or false), optional `column` (one-lookup jobs), `default_country` and `max_error_rate` (0 to 1, default 0.05), then `file` (CSV). Send the fields before the file. An `Idempotency-Key` header makes a retry safe.',
+          'Multipart form: `type` (gender, phone_breaches or company, or several joined by commas) or one `lookup` field per lookup (`TYPE` or `TYPE:COLUMN`), `download_link` (true or false), optional `column` (one-lookup jobs), `default_country`, `country_column` (phone: the column holding each row\'s country), `max_error_rate` (0 to 1, default 0.05), `delimiter` (comma, semicolon, tab or pipe; default detected), `encoding` (utf-8, utf-16le, utf-16be, windows-1252 or iso-8859-1; default detected) and `excel` (true: result files start with a UTF-8 BOM), then `file` (CSV). Send the fields before the file. An `Idempotency-Key` header makes a retry safe.',
       },
     },
     async (request, reply) => {

@@ -10,13 +10,14 @@ import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { jobView } from '../job-view.js';
+import { inputOptionsOf } from './input-options.js';
 import { receiveUpload } from './upload.js';
 
 /** A JSON list of a million numbers is about 20 MB; the usual 64 KiB JSON limit is for small bodies. */
 const NUMBERS_BODY_LIMIT = 48 * 1024 * 1024;
 const PHONE_FEATURES = { breaches: phoneBreachesPipeline.type } as const;
 const PHONE_JOBS_DESCRIPTION =
-  'A phone-breach job: JSON `{feature: "breaches", numbers: [...], default_country?, download_link?, max_error_rate?}`, or a multipart form with `feature`, optional `default_country`, `download_link`, `column`, `max_error_rate`, then `file` (CSV with a `phone` column). Up to 1,000,000 numbers.';
+  'A phone-breach job: JSON `{feature: "breaches", numbers: [...], default_country?, download_link?, max_error_rate?, excel?}`, or a multipart form with `feature`, optional `default_country`, `country_column`, `download_link`, `column`, `max_error_rate`, `delimiter`, `encoding`, `excel`, then `file` (CSV with a `phone` column). `delimiter` (comma, semicolon, tab, pipe) and `encoding` (utf-8, utf-16le, utf-16be, windows-1252, iso-8859-1) are detected when not given; `excel=true` starts the result files with a UTF-8 BOM. Up to 1,000,000 numbers.';
 
 /** Spec 4.4: the agent phone-breach lookup and phone jobs. */
 export async function phoneRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
@@ -90,7 +91,7 @@ function featureType(feature: string | undefined): string {
   return type;
 }
 
-/** `{feature, numbers[], default_country?, download_link?, max_error_rate?}`: the numbers become a one-column CSV. */
+/** `{feature, numbers[], default_country?, download_link?, max_error_rate?, excel?}`: the numbers become a one-column CSV. */
 async function jobFromNumbers(deps: ApiDeps, request: FastifyRequest, accountId: string): Promise<JobRecord> {
   const body = request.body as Record<string, unknown> | null | undefined;
   if (body === null || body === undefined || typeof body !== 'object' || Array.isArray(body)) {
@@ -116,6 +117,15 @@ async function jobFromNumbers(deps: ApiDeps, request: FastifyRequest, accountId:
     throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: max_error_rate must be a number from 0 to 1, such as 0.05');
   }
   const maxErrorRate = body.max_error_rate as number | undefined;
+  // The numbers become a file Sluice writes itself: options about reading a customer's file would be silently void.
+  const fileOnly = ['delimiter', 'encoding', 'country_column'].filter((f) => body[f] !== undefined);
+  if (fileOnly.length > 0) {
+    throw httpError(422, ERROR_CODES.invalidRequest, `Invalid request: ${fileOnly.join(', ')} only apply to an uploaded file (multipart form)`);
+  }
+  if (body.excel !== undefined && typeof body.excel !== 'boolean') {
+    throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: excel must be true or false');
+  }
+  const { excel } = inputOptionsOf({ excel: body.excel as boolean | undefined });
   // Checked before the body was parsed too; the balance may have been spent while it arrived.
   await requireCredits(deps, accountId);
   const lines = (function* () {
@@ -133,6 +143,7 @@ async function jobFromNumbers(deps: ApiDeps, request: FastifyRequest, accountId:
       downloadLink: body.download_link === true,
       ...(defaultCountry ? { defaultCountry } : {}),
       ...(maxErrorRate === undefined ? {} : { maxErrorRate }),
+      ...(excel ? { excel } : {}),
     },
   });
 }

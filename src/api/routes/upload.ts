@@ -5,12 +5,24 @@ import type { FastifyRequest } from 'fastify';
 import { isJobType, parseLookups, PIPELINES } from '../../../pipelines/index.js';
 import { parseCountry } from '../../../pipelines/phone-breaches.js';
 import { parseErrorRate } from '../../jobs/job-service.js';
+import { inputOptionsOf } from './input-options.js';
 import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/errors.js';
 import type { JobRecord } from '../../storage/job-records.js';
 import type { ApiDeps } from '../api-deps.js';
 import { httpError } from '../errors.js';
 
-const FIELDS = ['type', 'feature', 'download_link', 'column', 'default_country', 'max_error_rate'] as const;
+const FIELDS = [
+  'type',
+  'feature',
+  'download_link',
+  'column',
+  'default_country',
+  'max_error_rate',
+  'delimiter',
+  'encoding',
+  'country_column',
+  'excel',
+] as const;
 
 export type UploadFields = Partial<Record<(typeof FIELDS)[number], string>>;
 
@@ -68,6 +80,7 @@ export async function receiveUpload(
     if (fields.max_error_rate && maxErrorRate === undefined) {
       throw httpError(422, ERROR_CODES.invalidRequest, `max_error_rate must be a number from 0 to 1, such as 0.05, got "${fields.max_error_rate.slice(0, 40)}"`);
     }
+    const input = inputOptionsOf(fields);
     if (received.fileSha256 === null) throw httpError(422, ERROR_CODES.invalidRequest, 'file is required');
     // Optional fields join the fingerprint only when given, so keys stored before they existed still match.
     const fingerprinted = [
@@ -78,6 +91,10 @@ export async function receiveUpload(
       ...(defaultCountry ? [defaultCountry] : []),
       ...(maxErrorRate === undefined ? [] : [`max_error_rate=${maxErrorRate}`]),
       ...(asked.lookups === undefined ? [] : [`lookups=${JSON.stringify(asked.lookups)}`]),
+      ...(input.delimiter === undefined ? [] : [`delimiter=${input.delimiter}`]),
+      ...(input.encoding === undefined ? [] : [`encoding=${input.encoding}`]),
+      ...(input.countryColumn === undefined ? [] : [`country_column=${input.countryColumn}`]),
+      ...(input.excel ? ['excel=true'] : []),
     ];
     const fingerprint = createHash('sha256').update(JSON.stringify(fingerprinted)).digest('hex');
 
@@ -99,6 +116,7 @@ export async function receiveUpload(
         downloadLink: fields.download_link === 'true',
         ...(defaultCountry ? { defaultCountry } : {}),
         ...(maxErrorRate === undefined ? {} : { maxErrorRate }),
+        ...input,
       },
     });
     if (idempotencyKey) await idem.finish(accountId, idempotencyKey, fingerprint, job.id);

@@ -16,9 +16,9 @@ export function finishSplit(db: PgDatabase, jobId: string, lease: Lease, split: 
   return db.transaction(async (tx) => {
     const { rowCount } = await tx.query(
       `UPDATE jobs SET phase = 'process', header = $3, key_column = $4, total_rows = $5, chunk_count = $6,
-         lease_owner = NULL, lease_expires_at = NULL, updated_at = $7
+         countries = $8, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7
        WHERE id = $1 AND lease_epoch = $2 AND status = 'running' AND phase = 'split'`,
-      [jobId, lease.epoch, JSON.stringify(split.header), split.keyColumn, split.totalRows, split.chunks.length, now],
+      [jobId, lease.epoch, JSON.stringify(split.header), split.keyColumn, split.totalRows, split.chunks.length, now, split.countries ? JSON.stringify(split.countries) : null],
     );
     if (rowCount !== 1) throw leaseLost(`split of ${jobId}`);
     if (split.chunks.length === 0) {

@@ -1,4 +1,4 @@
-import type { ChunkRecord, JobOptions, JobRecord } from '../job-records.js';
+import type { ChunkRecord, JobOptions, JobRecord, PhoneCountryCounts } from '../job-records.js';
 import type { PgQueryable } from './pg-database.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 
@@ -9,18 +9,19 @@ export const JOB_COLUMNS = `id, account_id AS "accountId", type, status, phase, 
   found_rows AS "foundRows", invalid_rows AS "invalidRows", duplicate_rows AS "duplicateRows",
   error_rows AS "errorRows", credits_used AS "creditsUsed", lease_epoch AS "leaseEpoch", attempts,
   result_all_key AS "resultAllKey", result_found_key AS "resultFoundKey", result_errors_key AS "resultErrorsKey",
-  created_at AS "createdAt", started_at AS "startedAt", updated_at AS "updatedAt", finished_at AS "finishedAt"`;
+  created_at AS "createdAt", started_at AS "startedAt", updated_at AS "updatedAt", finished_at AS "finishedAt", countries`;
 
 export const CHUNK_COLUMNS = `job_id AS "jobId", chunk_index AS "chunkIndex", first_row AS "firstRow", row_count AS "rowCount",
   cursor, status, lease_epoch AS "leaseEpoch", attempts, pass, COALESCE(pass_rows, row_count) AS "passRows", row_flags AS "rowFlags"`;
 
-export type JobRow = Omit<JobRecord, 'options' | 'header'> & { options: string; header: string | null };
+export type JobRow = Omit<JobRecord, 'options' | 'header' | 'countries'> & { options: string; header: string | null; countries: string | null };
 
 export function toJob(row: JobRow): JobRecord {
   return {
     ...row,
     options: JSON.parse(row.options) as JobOptions,
     header: row.header === null ? null : (JSON.parse(row.header) as string[]),
+    countries: row.countries === null ? null : (JSON.parse(row.countries) as PhoneCountryCounts),
   };
 }
 

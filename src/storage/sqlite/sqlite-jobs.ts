@@ -1,6 +1,6 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, transitionAllowed, type JobStatus } from '../job-states.js';
-import { countFlagged, ROW_FLAGS, type ChunkRecord, type JobOptions, type JobRecord, type Lease, type StoredOutput } from '../job-records.js';
+import { countFlagged, ROW_FLAGS, type ChunkRecord, type JobOptions, type JobRecord, type Lease, type PhoneCountryCounts, type StoredOutput } from '../job-records.js';
 import { leaseLost } from '../lease-lost.js';
 import type { BatchCommit, BatchCommitResult, JobsPort, NewJob, SplitResult, StoreHooks, TransitionInput } from '../store.js';
 import type { Db } from './open-database.js';
@@ -14,12 +14,12 @@ const JOB_COLUMNS = `id, account_id AS accountId, type, status, phase, reason, e
   found_rows AS foundRows, invalid_rows AS invalidRows, duplicate_rows AS duplicateRows,
   error_rows AS errorRows, credits_used AS creditsUsed, lease_epoch AS leaseEpoch, attempts,
   result_all_key AS resultAllKey, result_found_key AS resultFoundKey, result_errors_key AS resultErrorsKey, created_at AS createdAt,
-  started_at AS startedAt, updated_at AS updatedAt, finished_at AS finishedAt`;
+  started_at AS startedAt, updated_at AS updatedAt, finished_at AS finishedAt, countries`;
 
 const CHUNK_COLUMNS = `job_id AS jobId, chunk_index AS chunkIndex, first_row AS firstRow, row_count AS rowCount,
   cursor, status, lease_epoch AS leaseEpoch, attempts, pass, COALESCE(pass_rows, row_count) AS passRows, row_flags AS rowFlags`;
 
-type JobRow = Omit<JobRecord, 'options' | 'header'> & { options: string; header: string | null };
+type JobRow = Omit<JobRecord, 'options' | 'header' | 'countries'> & { options: string; header: string | null; countries: string | null };
 
 /**
  * Jobs, chunks and their leases, and the operations that change them together with billing and the
@@ -101,7 +101,7 @@ export class SqliteJobs implements JobsPort {
       insertChunk: db.prepare('INSERT OR REPLACE INTO job_chunks (job_id, chunk_index, first_row, row_count) VALUES (?, ?, ?, ?)'),
       finishSplit: db.prepare(
         `UPDATE jobs SET phase = 'process', header = @header, key_column = @keyColumn, total_rows = @totalRows,
-           chunk_count = @chunkCount, lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
+           chunk_count = @chunkCount, countries = @countries, lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
          WHERE id = @id AND lease_epoch = @epoch AND status = 'running' AND phase = 'split'`,
       ),
       advanceChunk: db.prepare(
@@ -272,6 +272,7 @@ export class SqliteJobs implements JobsPort {
         keyColumn: split.keyColumn,
         totalRows: split.totalRows,
         chunkCount: split.chunks.length,
+        countries: split.countries ? JSON.stringify(split.countries) : null,
         now,
       }).changes;
       if (changed !== 1) throw leaseLost(`split of ${jobId}`);
@@ -483,6 +484,7 @@ function toJob(row: JobRow): JobRecord {
     ...row,
     options: JSON.parse(row.options) as JobOptions,
     header: row.header === null ? null : (JSON.parse(row.header) as string[]),
+    countries: row.countries === null ? null : (JSON.parse(row.countries) as PhoneCountryCounts),
   };
 }
 
