@@ -6,6 +6,7 @@ import type { Logger } from '../shared/logger.js';
 import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.js';
 import type { ApiDeps } from './api-deps.js';
 import { familyOf, httpError, ROUTE_FAMILIES, sendError } from './errors.js';
+import { accountRoutes } from './routes/account-routes.js';
 import { auditRoutes } from './routes/audit-routes.js';
 import { authRoutes } from './routes/auth-routes.js';
 import { companyRoutes } from './routes/company-routes.js';
@@ -14,8 +15,10 @@ import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { clientTimeouts, guardSlowBodies, type ClientLimits } from './slow-clients.js';
 import { jobRoutes } from './routes/job-routes.js';
+import { jobDeleteRoutes } from './routes/job-delete-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
 import { phoneRoutes } from './routes/phone-routes.js';
+import { resumeRoutes } from './routes/resume-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 
 /** JSON bodies are small everywhere; uploads go through multipart with their own limit. */
@@ -123,10 +126,13 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => keyRoutes(scope, deps));
   await app.register(async (scope) => auditRoutes(scope, deps));
   await app.register(async (scope) => jobRoutes(scope, deps));
+  await app.register(async (scope) => jobDeleteRoutes(scope, deps));
   await app.register(async (scope) => genderRoutes(scope, deps));
   await app.register(async (scope) => webhookRoutes(scope, deps));
   await app.register(async (scope) => phoneRoutes(scope, deps));
   await app.register(async (scope) => companyRoutes(scope, deps));
+  await app.register(async (scope) => accountRoutes(scope, deps));
+  await app.register(async (scope) => resumeRoutes(scope, deps));
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // A known path with the wrong method is 405, not 404 (the gender endpoint has its own words).

@@ -17,6 +17,7 @@ export const AUDIT_ACTIONS = {
   sessionEnded: 'session.ended',
   accountSuspended: 'account.suspended',
   accountReinstated: 'account.reinstated',
+  jobDeleted: 'job.deleted',
 } as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[keyof typeof AUDIT_ACTIONS];
 

@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter, type JobStatus } from '../storage/job-states.js';
+import { AUDIT_ACTIONS, AuditLog } from '../auth/audit-log.js';
+import { deleteJob, refuseDeleted } from '../jobs/job-deletion.js';
 import { jobSummary } from '../jobs/job-summary.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
@@ -14,6 +16,7 @@ export const JOBS_USAGE = [
   'sluice jobs retry-failed ID [--json]',
   'sluice jobs cancel ID [--json]',
   'sluice jobs download ID [--filter all|found|errors] [--out FILE] [--url] [--json]',
+  'sluice jobs delete ID [--json]',
 ];
 
 export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
@@ -53,10 +56,14 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
       const { values, positionals } = parseCommand(rest, {}, 1);
       const id = positionals[0]!;
       const act = { show: jobService.get, resume: jobService.resume, 'retry-failed': jobService.retryFailed, cancel: jobService.cancel }[sub];
+      // A deleted job is still shown (its counts and credits are its account's record); it never runs again.
+      if (sub !== 'show') await refuseDeleted(deps, id);
       const job = await act.call(jobService, id);
       const summary = jobSummary(job);
-      if (values.json) printJson(io, summary);
-      else io.stdout.write(formatJob(summary));
+      const deletion = sub === 'show' ? await deps.store.retention.deletion(job.id) : undefined;
+      const deleted = deletion && { deleted_at: new Date(deletion.deletedAt).toISOString(), deleted_reason: deletion.reason };
+      if (values.json) printJson(io, { ...summary, ...deleted });
+      else io.stdout.write(formatJob(summary) + (deleted ? `deleted: ${deleted.deleted_at} (${deleted.deleted_reason}); its files are gone\n` : ''));
       return 0;
     }
     case 'download': {
@@ -66,6 +73,7 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
         1,
       );
       const id = positionals[0]!;
+      await refuseDeleted(deps, id);
       const filter = values.filter as string;
       if (!EXPORT_FILTERS.includes(filter as ExportFilter)) {
         throw new AppError(ERROR_CODES.badArgument, `--filter must be one of ${EXPORT_FILTERS.join(', ')}`);
@@ -80,6 +88,16 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
       const out = values.out as string | undefined;
       await pipeline(body, out === undefined ? io.stdout : fs.createWriteStream(out), out === undefined ? { end: false } : {});
       if (out !== undefined && values.json) printJson(io, { file: out });
+      return 0;
+    }
+    case 'delete': {
+      const { values, positionals } = parseCommand(rest, {}, 1);
+      const job = await jobService.get(positionals[0]!);
+      const { deletion, marked } = await deleteJob(deps, job.id);
+      if (marked) await new AuditLog(deps.store.audit, deps.clock, deps.log).record(job.accountId, AUDIT_ACTIONS.jobDeleted, { type: 'cli' }, job.id);
+      const deletedAt = new Date(deletion.deletedAt).toISOString();
+      if (values.json) printJson(io, { id: job.id, status: job.status, deleted_at: deletedAt, deleted_reason: deletion.reason, files_deleted: deletion.purgedAt !== null });
+      else io.stdout.write(`${job.id}: files deleted (${marked ? 'now' : `already, at ${deletedAt}`}); its record and ledger lines stay\n`);
       return 0;
     }
     default:

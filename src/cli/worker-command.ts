@@ -1,4 +1,5 @@
 import { sweepSealsPeriodically } from '../auth/key-store.js';
+import { sweepRetentionPeriodically } from '../jobs/retention-sweep.js';
 import { Worker } from '../jobs/worker.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
@@ -21,6 +22,7 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   const stopSweeping = sweepSealsPeriodically(engine.auth.keys, () => engine.deps.clock.now(), (error) =>
     engine.deps.log.warn({ err: error }, 'could not drop expired sealed API keys'),
   );
+  const stopRetention = sweepRetentionPeriodically(engine.deps, { days: engine.config.retentionDays });
   const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
   const stop = () => {
     worker.stop();
@@ -33,6 +35,7 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   // If the worker fails, the sender must stop, and end, before the engine closes under it.
   const [work] = await Promise.allSettled([worker.run({ concurrency }).finally(() => sender?.stop()), sender?.run()]);
   stopSweeping();
+  await stopRetention();
   if (work.status === 'rejected') throw work.reason;
   engine.deps.log.info({ worker: worker.id }, 'worker stopped');
   return 0;

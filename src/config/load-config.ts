@@ -26,6 +26,8 @@ export interface Config {
   readonly sealKey: string | undefined;
   readonly jobs: JobLimits;
   readonly billing: { readonly repeatFreeDays: number; readonly defaultAccountCredits: number };
+  /** Days a finished job's files, sent events and finished deliveries are kept; 0 keeps them for ever. */
+  readonly retentionDays: number;
   readonly presignExpiresSeconds: number;
   readonly api: ApiConfig;
   readonly webhooks: WebhookConfig;
@@ -147,6 +149,7 @@ export const SETTINGS = {
   pollMs: int('SLUICE_POLL_MS', 250, 10, 60_000, 'How often an idle worker looks for work.'),
   providerRetrySeconds: int('SLUICE_PROVIDER_RETRY_SECONDS', 30, 1, 86_400, 'How long a job paused with `provider_unavailable` waits before a worker tries it again.'),
   repeatFreeDays: int('SLUICE_REPEAT_FREE_DAYS', 180, 0, 3650, 'Repeat-free billing window: an address is charged once per account in this many days.'),
+  retentionDays: int('SLUICE_RETENTION_DAYS', 30, 0, 36_500, 'Days after a job finishes (completed, failed or cancelled) before its input, chunks and result files are deleted; sent webhook events and finished deliveries are deleted after as many days. Its record and ledger lines stay. 0: never delete anything by age.'),
   defaultAccountCredits: int('SLUICE_DEFAULT_CREDITS', 1_000_000, 0, 1_000_000_000, 'Credits granted to the `local` account that `sluice run` creates when no --account is given.'),
   // An hour, as Kickbox gives: enough to start a download, and a link that leaks from a log, a
   // webhook receiver or a chat stops working within the hour.
@@ -224,6 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       accountRunningJobs: read(s.accountRunningJobs),
     },
     billing: { repeatFreeDays: read(s.repeatFreeDays), defaultAccountCredits: read(s.defaultAccountCredits) },
+    retentionDays: read(s.retentionDays),
     presignExpiresSeconds: read(s.presignExpiresSeconds),
     api: {
       maxUploadBytes: read(s.maxUploadBytes),

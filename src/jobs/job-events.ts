@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { jobLookups } from '../../pipelines/index.js';
 import type { PresignedUrl } from '../storage/s3/object-store.js';
 import type { OutboxEvent } from '../storage/records.js';
 import type { PayloadEnricher } from '../webhooks/webhook-client.js';
@@ -17,6 +18,26 @@ export function jobEndEvent(job: JobRecord, now: number): OutboxEvent {
     event: WEBHOOK_EVENTS.bulkCompleted,
     accountId: job.accountId,
     payload: { event: WEBHOOK_EVENTS.bulkCompleted, data: jobSummary(job), created_at: new Date(now).toISOString() },
+  };
+}
+
+/**
+ * `bulk.paused` for a job that has just paused (insufficient_credits, provider_unavailable, an
+ * operator). It goes into the outbox in the same transaction as the pause. `rows_left` counts rows
+ * not yet processed; `credits_needed_max` is an upper bound on what finishing costs (rows left
+ * times one credit per lookup of a row): which of those rows are repeats already paid for, and
+ * so free, is known only when they are processed.
+ */
+export function jobPausedEvent(job: JobRecord, now: number): OutboxEvent {
+  const summary = jobSummary(job);
+  const rowsLeft = job.totalRows === null ? null : Math.max(0, job.totalRows - job.processedRows);
+  const creditsPerRow = jobLookups(job.type, job.options).length;
+  const data = { ...summary, rows_left: rowsLeft, credits_needed_max: rowsLeft === null ? null : rowsLeft * creditsPerRow };
+  return {
+    id: `evt_${randomUUID()}`,
+    event: WEBHOOK_EVENTS.bulkPaused,
+    accountId: job.accountId,
+    payload: { event: WEBHOOK_EVENTS.bulkPaused, data, created_at: new Date(now).toISOString() },
   };
 }
 

@@ -27,7 +27,7 @@ import type { ObjectStore } from '../storage/s3/object-store.js';
 import { S3ObjectStore } from '../storage/s3/s3-object-store.js';
 import { openStore } from '../storage/open-store.js';
 import type { Store } from '../storage/store.js';
-import { jobEndEvent, withDownloadUrls } from '../jobs/job-events.js';
+import { jobEndEvent, jobPausedEvent, withDownloadUrls } from '../jobs/job-events.js';
 import { systemResolver, type Resolver } from '../webhooks/address-policy.js';
 import { HttpTransport } from '../webhooks/http-transport.js';
 import { WebhookClient } from '../webhooks/webhook-client.js';
@@ -50,7 +50,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   fs.mkdirSync(config.dataDir, { recursive: true });
   const store = await openStore(
     { dataDir: config.dataDir, sqlite: config.sqlite, databaseUrl: config.database.url, poolSize: config.database.poolSize },
-    { jobEnded: jobEndEvent },
+    { jobEnded: jobEndEvent, jobPaused: jobPausedEvent },
   );
   const { objects, close: closeObjects } = await openObjectStore(config, log);
   const { providers, remotes } = openProviders(config, store);

@@ -1,3 +1,4 @@
+import { sweepRetentionPeriodically } from '../jobs/retention-sweep.js';
 import { Worker } from '../jobs/worker.js';
 import { webhookSender } from '../webhooks/webhooks.js';
 import { buildApp } from '../api/build-app.js';
@@ -26,6 +27,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
   const working = worker?.run({ concurrency: engine.config.jobs.workerConcurrency }).finally(() => sender?.stop());
   const settled = Promise.allSettled([working, sender?.run()]);
+  const stopRetention = sweepRetentionPeriodically(engine.deps, { days: engine.config.retentionDays });
   io.stderr.write(`sluice API listening on ${boundAddress(app.server.address())}${worker ? ` with worker ${worker.id}` : ''}${sender ? ' and webhook sender' : ''}\n`);
 
   await new Promise<void>((resolve) => {
@@ -37,7 +39,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   io.stderr.write('stopping: finishing in-flight requests and batches\n');
   worker?.stop();
   sender?.stop();
-  const [, [work]] = await Promise.all([app.close(), settled]);
+  const [, [work]] = await Promise.all([app.close(), settled, stopRetention()]);
   if (work.status === 'rejected') throw work.reason;
   return 0;
 }

@@ -59,6 +59,8 @@ export const ERROR_CODES = {
   /** A job failed because more of its rows ended as `error` than its failure budget allows. */
   errorBudgetExceeded: 'error_budget_exceeded',
   nothingToRetry: 'nothing_to_retry',
+  /** The job's files were deleted (by its owner or the retention window); its record and ledger lines stay. */
+  jobDeleted: 'job_deleted',
   insufficientCredits: 'insufficient_credits',
   unknownJobType: 'unknown_job_type',
   unknownCountry: 'unknown_country',

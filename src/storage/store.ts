@@ -47,6 +47,7 @@ export interface Store {
   readonly companies: CompaniesPort;
   readonly limits: LimitsPort;
   readonly audit: AuditPort;
+  readonly retention: RetentionPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -59,6 +60,11 @@ export type StoreKind = (typeof STORE_KINDS)[keyof typeof STORE_KINDS];
 export interface StoreHooks {
   /** `bulk.completed` for a job that has just reached a terminal state, as stored after the change. */
   jobEnded(job: JobRecord, now: number): OutboxEvent;
+  /**
+   * `bulk.paused` for a job that has just paused, as stored after the change; written only when an
+   * active webhook of the account subscribes to it. Absent: pauses are not announced.
+   */
+  jobPaused?(job: JobRecord, now: number): OutboxEvent;
 }
 
 export interface NewJob {
@@ -265,6 +271,11 @@ export interface BillingPort {
   /** Balance not set aside by running chunks. A read. */
   available(accountId: string): Promise<number>;
   /**
+   * The balance and what the account's chunks hold of it, in one read (so that available =
+   * credits - reserved exactly); `account_not_found` (404).
+   */
+  balance(accountId: string): Promise<{ credits: number; reserved: number }>;
+  /**
    * One single lookup's charge, its cache writes and its event. Serialised like `commitBatch`.
    * `ok: false` (nothing written) when the balance less running chunks' reservations cannot pay.
    */
@@ -454,4 +465,55 @@ export interface AuditPort {
    * read in that instant can miss it (audit writes are rare and short; a reader who polls sees it).
    */
   list(accountId: string, page: { limit: number; before?: number }): Promise<AuditRecord[]>;
+}
+
+/** Why a job's objects were deleted: its owner asked, or its retention window ran out. */
+export const DELETION_REASONS = { requested: 'requested', retention: 'retention' } as const;
+export type DeletionReason = (typeof DELETION_REASONS)[keyof typeof DELETION_REASONS];
+
+/** A deleted job: its row and ledger lines stay, its objects go. */
+export interface JobDeletion {
+  jobId: string;
+  accountId: string;
+  /** The staged input's key, which sits outside the job's prefixes. */
+  inputKey: string;
+  deletedAt: number;
+  reason: DeletionReason;
+  /** When every object of the job was found gone; null while some may remain. */
+  purgedAt: number | null;
+}
+
+/**
+ * Deleting jobs' objects and forgetting old events and deliveries. A deletion is marked before any
+ * object is removed and finished later (`markPurged`), so a crash between the two leaves a marked
+ * job that downloads refuse and the sweep finishes, never a downloadable job without its files.
+ * Every operation is safe to run from several processes at once: marks are conditional on the row
+ * not being marked yet, and object deletion is idempotent.
+ */
+export interface RetentionPort {
+  /**
+   * Marks a finished (completed, failed, cancelled) job deleted, serialised on the job's row. A job
+   * deleted already is returned as it is (the first deletion's time and reason, `marked` false). `job_not_found`
+   * (404); `invalid_state` (409) for a job that is not finished or whose work a worker still holds
+   * (a lease not run out), which could write objects after they are deleted.
+   */
+  markDeleted(jobId: string, reason: DeletionReason, now: number): Promise<{ deletion: JobDeletion; marked: boolean }>;
+  /** The job's deletion, or undefined when it is not deleted. A read. */
+  deletion(jobId: string): Promise<JobDeletion | undefined>;
+  /**
+   * Marks up to `limit` jobs that finished before `before`, are not deleted and hold no live lease
+   * as deleted for `retention`, and returns them. Atomic; two processes never mark one job twice.
+   */
+  expire(before: number, now: number, limit: number): Promise<JobDeletion[]>;
+  /** Up to `limit` deleted jobs whose objects may remain, oldest deletion first. A read. */
+  unpurged(limit: number): Promise<JobDeletion[]>;
+  /** Every object of the job is gone. Idempotent. */
+  markPurged(jobId: string, now: number): Promise<void>;
+  /** Deletes up to `limit` outbox events sent before `before`; returns how many. Unsent ones stay. */
+  purgeOutbox(before: number, limit: number): Promise<number>;
+  /**
+   * Deletes up to `limit` deliveries that succeeded or failed, last tried (or made) before `before`;
+   * returns how many. Pending ones stay.
+   */
+  purgeDeliveries(before: number, limit: number): Promise<number>;
 }

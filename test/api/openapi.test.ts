@@ -23,9 +23,12 @@ const OPERATIONS = [
   'POST /api/jobs/bulk',
   'GET /api/jobs',
   'GET /api/jobs/{id}',
+  'DELETE /api/jobs/{id}',
   'GET /api/jobs/{id}/download',
   'POST /api/jobs/{id}/cancel',
   'POST /api/jobs/{id}/retry-failed',
+  'POST /api/jobs/{id}/resume',
+  'GET /api/account',
   'POST /api/email/gender',
   'POST /api/lookup/email/gender',
   'POST /api/webhooks',
@@ -40,6 +43,7 @@ const OPERATIONS = [
   'POST /api/agent/phone-breaches',
   'POST /api/phone-jobs',
   'GET /api/phone-jobs',
+  'POST /api/phone-jobs/resume',
   'POST /api/agent/company',
   'POST /api/bulk-company-search',
 ].sort();
@@ -192,6 +196,7 @@ describe('what the document says matches what the routes do', () => {
   it('documents the success status each route really answers with (202 for bulk, 302 for download)', () => {
     expect(Object.keys(doc.paths['/api/jobs/bulk'].post.responses)).toContain('202');
     expect(Object.keys(doc.paths['/api/jobs/{id}/download'].get.responses)).toContain('302');
+    expect(Object.keys(doc.paths['/api/jobs/{id}'].delete.responses)).toEqual(expect.arrayContaining(['200', '404', '409']));
   });
 
   it('documents the multipart body of POST /api/jobs/bulk (type, download_link, column, file)', () => {

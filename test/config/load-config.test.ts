@@ -39,6 +39,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   accountRunningJobs: (c) => c.jobs.accountRunningJobs,
   repeatFreeDays: (c) => c.billing.repeatFreeDays,
   defaultAccountCredits: (c) => c.billing.defaultAccountCredits,
+  retentionDays: (c) => c.retentionDays,
   presignExpiresSeconds: (c) => c.presignExpiresSeconds,
   maxUploadBytes: (c) => c.api.maxUploadBytes,
   rateLimitPerMinute: (c) => c.api.rateLimitPerMinute,

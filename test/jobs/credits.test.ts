@@ -27,8 +27,9 @@ describe.each(TEST_STORES)('when the balance runs out, on %s', (store) => {
     expect((await tight.deps.billing.requireAccount(poor.id)).credits).toBe(0);
     expect(await tight.deps.billing.available(poor.id)).toBe(0);
 
+    // The top-up itself resumes a job paused for credits.
     await tight.deps.billing.addCredits(poor.id, 10_000, 'topup', Date.now());
-    await tight.jobService.resume(paused.summary.id);
+    expect(await tight.deps.jobs.status(paused.summary.id)).toBe('running');
     const worker = new Worker(tight.deps);
     await worker.run({ concurrency: 2, until: async () => (await tight.deps.jobs.status(paused.summary.id)) !== 'running' });
 

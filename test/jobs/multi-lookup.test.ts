@@ -167,8 +167,8 @@ describe('a job with several lookups per row', () => {
     expect(paused.summary.credits_used).toBe(301 - left);
     expect(await e.deps.billing.chargeCountForJob(paused.summary.id)).toBe(301 - left);
 
+    // The top-up itself resumes a job paused for credits.
     await e.deps.billing.addCredits(poor.id, 100_000, 'topup', Date.now());
-    await e.jobService.resume(paused.summary.id);
     await runUntilSettled(e, paused.summary.id);
     const done = await e.jobService.get(paused.summary.id);
     expect(done.status).toBe('completed');

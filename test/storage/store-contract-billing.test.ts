@@ -152,6 +152,80 @@ describe.each(TEST_STORES)('Store contract on %s: billing', (kind) => {
     });
   });
 
+  describe('top-ups and jobs paused for credits', () => {
+    /** A job of the account whose first batch spends the balance and runs out: paused, insufficient_credits. */
+    async function pausedForCredits(accountId: string, id: string, keys: string[]): Promise<void> {
+      await processingJob(store, accountId, id, [5]);
+      const lease = await claimChunk(store, id, 0);
+      const result = await store.jobs.commitBatch(batch({ jobId: id, accountId, chunkIndex: 0, lease, cursor: 0, rows: keys.length }, { charges: { keys: [keys] }, outOfCredits: true }));
+      expect(result).toEqual({ ok: true, paused: true, failed: false });
+      // As the worker does once its chunk reports the pause.
+      await store.jobs.releaseChunkLease(id, 0, lease);
+    }
+    const state = async (id: string) => {
+      const job = await store.jobs.require(id);
+      return [job.status, job.reason];
+    };
+
+    it("resumes only that account's jobs paused with insufficient_credits, in the top-up itself, however small it is", async () => {
+      const ann = await newAccount(store, 2);
+      const bob = await newAccount(store, 1);
+      const hook = await subscribe(store, ann.id, ['bulk.paused']);
+      await pausedForCredits(ann.id, 'job_ann_credits', ['a1', 'a2']);
+      await pausedForCredits(bob.id, 'job_bob_credits', ['b1']);
+      await processingJob(store, ann.id, 'job_ann_operator', [5]);
+      await store.jobs.transition('job_ann_operator', 'paused', { reason: 'paused_by_operator', now: NOW });
+      await processingJob(store, ann.id, 'job_ann_running', [5]);
+      await claimChunk(store, 'job_ann_running', 0, 'worker-c');
+
+      expect(await store.billing.addCredits(ann.id, 1, 'topup', NOW + 5)).toMatchObject({ credits: 1 });
+      expect(await state('job_ann_credits')).toEqual(['running', null]);
+      expect((await store.jobs.require('job_ann_credits')).updatedAt).toBe(NOW + 5);
+      expect(await state('job_ann_operator')).toEqual(['paused', 'paused_by_operator']);
+      expect(await state('job_ann_running')).toEqual(['running', null]);
+      expect(await state('job_bob_credits')).toEqual(['paused', 'insufficient_credits']);
+      // The resumed job's chunk is taken up again from its cursor, and the top-up pays for its next row.
+      const lease = await claimChunk(store, 'job_ann_credits', 0, 'worker-b', NOW + 6);
+      await store.jobs.commitBatch(batch({ jobId: 'job_ann_credits', accountId: ann.id, chunkIndex: 0, lease, cursor: 2, rows: 1 }, { charges: { keys: [['a3']] }, outOfCredits: true, now: NOW + 6 }));
+      expect(await state('job_ann_credits')).toEqual(['paused', 'insufficient_credits']);
+      expect(await store.billing.chargeCountForJob('job_ann_credits')).toBe(3);
+
+      // Each pause of ann's jobs was announced to her bulk.paused webhook; bob has none.
+      await store.deliveries.relayOutbox(NOW + 7);
+      const paused = (await store.deliveries.list(hook, 50)).reverse().map((d) => d.payload as { event: string; data: { id: string; reason: string; rows_left: number; credits_needed_max: number } });
+      expect(paused.map((p) => [p.event, p.data.id, p.data.reason, p.data.rows_left, p.data.credits_needed_max])).toEqual([
+        ['bulk.paused', 'job_ann_credits', 'insufficient_credits', 3, 3],
+        ['bulk.paused', 'job_ann_operator', 'paused_by_operator', 5, 5],
+        ['bulk.paused', 'job_ann_credits', 'insufficient_credits', 2, 2],
+      ]);
+    });
+
+    it('does not pause a job whose account can pay a whole row again when the batch commits (a top-up came after its reservation)', async () => {
+      const ann = await newAccount(store, 2);
+      await processingJob(store, ann.id, 'job_1', [5]);
+      const lease = await claimChunk(store, 'job_1', 0);
+      expect(await store.billing.reserve(ann.id, 'job_1', 0, 5)).toBe(2);
+      // The worker planned on 2 credits; the top-up commits before its checkpoint does.
+      await store.billing.addCredits(ann.id, 10, 'topup', NOW + 1);
+      const result = await store.jobs.commitBatch(batch({ jobId: 'job_1', accountId: ann.id, chunkIndex: 0, lease, cursor: 0, rows: 2 }, { charges: { keys: [['k1', 'k2']] }, outOfCredits: true, now: NOW + 2 }));
+      expect(result).toEqual({ ok: true, paused: false, failed: false });
+      expect(await state('job_1')).toEqual(['running', null]);
+      expect(await store.billing.balance(ann.id)).toEqual({ credits: 10, reserved: 0 });
+    });
+
+    it('reads the balance and what chunks hold of it together', async () => {
+      const ann = await newAccount(store, 10);
+      await processingJob(store, ann.id, 'job_1', [5, 5]);
+      expect(await store.billing.balance(ann.id)).toEqual({ credits: 10, reserved: 0 });
+      await store.billing.reserve(ann.id, 'job_1', 0, 4);
+      await store.billing.reserve(ann.id, 'job_1', 1, 3);
+      expect(await store.billing.balance(ann.id)).toEqual({ credits: 10, reserved: 7 });
+      await store.jobs.transition('job_1', 'cancelled', { now: NOW + 1 });
+      expect(await store.billing.balance(ann.id)).toEqual({ credits: 10, reserved: 0 });
+      await expect(() => store.billing.balance('acc_missing')).rejects.toMatchObject({ code: 'account_not_found', statusCode: 404 });
+    });
+  });
+
   describe('single lookups', () => {
     const event = (credits: number): OutboxEvent => ({ id: `evt_lookup_${credits}_${Math.random()}`, event: 'lookup.completed', accountId: '', payload: { credits } });
     const lookup = (accountId: string, over: Partial<LookupCommit>): LookupCommit => ({

@@ -220,13 +220,14 @@ describe.each(TEST_STORES)('Store contract on %s: checkpoints', (kind) => {
     });
 
     it('pauses the job when the balance ran out, releasing all its reservations, with no end event; a batch of 0 rows too', async () => {
-      const { account, job, at } = await leasedChunk(10, [5, 5]);
+      // The batch spends the last credits: a pause is for an account that cannot pay another row.
+      const { account, job, at } = await leasedChunk(3, [5, 5]);
       const webhook = await subscribe(store, account.id);
       await store.billing.reserve(account.id, job.id, 0, 3);
       await store.billing.reserve(account.id, job.id, 1, 0);
-      expect(await store.jobs.commitBatch(at(0, 2, { outOfCredits: true, now: NOW + 3 }))).toEqual({ ok: true, paused: true, failed: false });
+      expect(await store.jobs.commitBatch(at(0, 2, { outOfCredits: true, charges: { keys: [['k1', 'k2', 'k3']] }, now: NOW + 3 }))).toEqual({ ok: true, paused: true, failed: false });
       expect(await store.jobs.require(job.id)).toMatchObject({ status: 'paused', reason: 'insufficient_credits', processedRows: 2, updatedAt: NOW + 3, finishedAt: null });
-      expect(await store.billing.available(account.id)).toBe(10);
+      expect(await store.billing.balance(account.id)).toEqual({ credits: 0, reserved: 0 });
       expect(await endEvents(store, webhook)).toEqual([]);
 
       const second = await processingJob(store, account.id, 'job_2', [5], NOW + 1);
@@ -236,7 +237,7 @@ describe.each(TEST_STORES)('Store contract on %s: checkpoints', (kind) => {
       expect(await store.jobs.commitBatch(nothing)).toEqual({ ok: true, paused: true, failed: false });
       expect(await store.jobs.require(second.id)).toMatchObject({ status: 'paused', reason: 'insufficient_credits', processedRows: 0 });
       expect(await store.jobs.chunk(second.id, 0)).toMatchObject({ cursor: 0 });
-      expect(await store.billing.available(account.id)).toBe(10);
+      expect(await store.billing.balance(account.id)).toEqual({ credits: 0, reserved: 0 });
     });
 
     it('does not pause while another chunk in work holds credits that may come back: the rows commit and the job runs on', async () => {
@@ -252,10 +253,10 @@ describe.each(TEST_STORES)('Store contract on %s: checkpoints', (kind) => {
     });
 
     it('pauses all the same when the credits held belong to a chunk nobody has in work (its batch failed before its checkpoint)', async () => {
-      const { account, job, at } = await leasedChunk(10, [5, 5]);
+      const { account, job, at } = await leasedChunk(7, [5, 5]);
       await store.billing.reserve(account.id, job.id, 0, 3);
       await store.billing.reserve(account.id, job.id, 1, 4);
-      expect(await store.jobs.commitBatch(at(0, 2, { outOfCredits: true }))).toEqual({ ok: true, paused: true, failed: false });
+      expect(await store.jobs.commitBatch(at(0, 2, { outOfCredits: true, charges: { keys: [['k1', 'k2', 'k3']] } }))).toEqual({ ok: true, paused: true, failed: false });
       expect(await store.jobs.require(job.id)).toMatchObject({ status: 'paused', reason: 'insufficient_credits' });
     });
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { jobEndEvent } from '../../src/jobs/job-events.js';
+import { jobEndEvent, jobPausedEvent } from '../../src/jobs/job-events.js';
 import { AppError, type ErrorCode } from '../../src/shared/errors.js';
 import { openPostgresStore } from '../../src/storage/postgres/pg-store.js';
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
@@ -13,7 +13,7 @@ import { freshDatabase } from './postgres-database.js';
 import { REPO_ROOT, tempDir } from './test-engine.js';
 
 /** The real end event, so that what a test reads back is what the sender would post. */
-export const TEST_HOOKS: StoreHooks = { jobEnded: jobEndEvent };
+export const TEST_HOOKS: StoreHooks = { jobEnded: jobEndEvent, jobPaused: jobPausedEvent };
 
 const SQLITE_OPTIONS = { synchronous: 'NORMAL', busyTimeoutMs: 5000 } as const;
 /** Small pools: many test files share the run's one server and its max_connections. */
@@ -114,8 +114,8 @@ const PEER_WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const opened = (async () => {
   const { openSqliteStore } = await import(workerData.storeModule);
-  const { jobEndEvent } = await import(workerData.eventsModule);
-  return openSqliteStore(workerData.file, workerData.options, { jobEnded: jobEndEvent });
+  const { jobEndEvent, jobPausedEvent } = await import(workerData.eventsModule);
+  return openSqliteStore(workerData.file, workerData.options, { jobEnded: jobEndEvent, jobPaused: jobPausedEvent });
 })();
 // A Buffer arrives as a plain Uint8Array; the driver binds only Buffers as blobs.
 const buffers = (v) => {
@@ -146,7 +146,7 @@ parentPort.on('message', async ({ id, port, method, args }) => {
 });
 `;
 
-const PORTS = ['jobs', 'billing', 'results', 'keys', 'sessions', 'idempotency', 'webhooks', 'deliveries', 'breaches', 'companies', 'limits', 'audit'] as const;
+const PORTS = ['jobs', 'billing', 'results', 'keys', 'sessions', 'idempotency', 'webhooks', 'deliveries', 'breaches', 'companies', 'limits', 'audit', 'retention'] as const;
 
 interface Reply {
   id: number;

@@ -6,6 +6,7 @@ import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { jobView } from '../job-view.js';
+import { refuseDeleted } from './job-delete-routes.js';
 import { receiveUpload } from './upload.js';
 
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } as const;
@@ -15,10 +16,11 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   // onRequest: the key is checked (and the request counted) before the body is even read.
   app.addHook('onRequest', keyAuth(deps));
 
-  /** Another account's job does not exist, as far as this caller can tell. */
+  /** Another account's job does not exist, as far as this caller can tell; a deleted one is 410. */
   const ownJob = async (accountId: string, id: string): Promise<JobRecord> => {
     const job = await deps.engine.jobs.get(id);
     if (!job || job.accountId !== accountId) throw httpError(404, ERROR_CODES.jobNotFound, 'Job not found');
+    await refuseDeleted(deps, job.id);
     return job;
   };
 

@@ -11,6 +11,7 @@ import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { jobView } from '../job-view.js';
 import { inputOptionsOf } from './input-options.js';
+import { refuseDeleted } from './job-delete-routes.js';
 import { receiveUpload } from './upload.js';
 
 /** A JSON list of a million numbers is about 20 MB; the usual 64 KiB JSON limit is for small bodies. */
@@ -79,6 +80,8 @@ export async function phoneRoutes(app: FastifyInstance, deps: ApiDeps): Promise<
       if (!job || job.accountId !== request.caller!.accountId || job.type !== phoneBreachesPipeline.type) {
         throw httpError(404, ERROR_CODES.jobNotFound, 'Job not found');
       }
+      // Its links would be presigned for objects that are gone.
+      await refuseDeleted(deps, job.id);
       return phoneJobView(deps, job);
     },
   );

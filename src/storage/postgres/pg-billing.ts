@@ -81,9 +81,29 @@ export class PgBilling implements BillingPort {
     return (await this.db.query<Account>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts ORDER BY created_at, seq`)).rows;
   }
 
+  /**
+   * Also resumes the account's jobs paused with insufficient_credits, in the same transaction, however
+   * small the amount: a job still short pauses again at its next batch (once per batch at most).
+   * The account's row is updated first; a checkpoint pausing for credits shares-locks it after its
+   * job, so the jobs read here include every such pause that committed before, and a pause that
+   * comes later sees the new balance (pg-core-commit-batch). Only paused jobs are locked after the
+   * account, and nothing holding a paused job's row waits for an account.
+   */
   async addCredits(accountId: string, amount: number, reason: 'grant' | 'topup', now: number): Promise<Account> {
     checkAmount(amount);
-    await this.db.transaction((tx) => credit(tx, accountId, amount, reason, now));
+    await this.db.transaction(async (tx) => {
+      await credit(tx, accountId, amount, reason, now);
+      await tx.query(
+        `UPDATE job_chunks SET failures = 0
+          WHERE job_id IN (SELECT id FROM jobs WHERE account_id = $1 AND status = 'paused' AND reason = 'insufficient_credits')`,
+        [accountId],
+      );
+      await tx.query(
+        `UPDATE jobs SET status = 'running', reason = NULL, error_message = NULL, failures = 0, updated_at = $2, finished_at = NULL
+          WHERE account_id = $1 AND status = 'paused' AND reason = 'insufficient_credits'`,
+        [accountId, now],
+      );
+    });
     return this.requireAccount(accountId);
   }
 
@@ -153,6 +173,15 @@ export class PgBilling implements BillingPort {
     );
     if (!rows[0]) throw accountNotFound(accountId);
     return rows[0].n;
+  }
+
+  async balance(accountId: string): Promise<{ credits: number; reserved: number }> {
+    const { rows } = await this.db.query<{ credits: number; reserved: number }>(
+      'SELECT a.credits, COALESCE((SELECT SUM(r.amount) FROM credit_reservations r WHERE r.account_id = a.id), 0)::bigint AS reserved FROM accounts a WHERE a.id = $1',
+      [accountId],
+    );
+    if (!rows[0]) throw accountNotFound(accountId);
+    return rows[0];
   }
 
   commitLookup(input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }> {

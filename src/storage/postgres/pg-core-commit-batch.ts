@@ -88,6 +88,17 @@ async function commitIn(tx: PgQueryable, hooks: StoreHooks, input: BatchCommit):
     [input.accountId, now],
   );
   if (held[0]!.n > 0) return { ok: true, paused: false, failed: false };
+  // A top-up resumes only jobs already paused when it commits, so a pause decided on the balance
+  // this batch reserved from must not land after one. The account's row, shared-locked after the
+  // job's (the order every operation keeps), is the meeting point: a top-up that updated it first
+  // is seen here, and one that comes later waits for this pause and then resumes it. Whatever can
+  // pay a whole row (one credit per lookup) is tried again instead of pausing.
+  const { rows: account } = await tx.query<{ n: number }>(
+    `SELECT (a.credits - COALESCE((SELECT SUM(r.amount) FROM credit_reservations r WHERE r.account_id = a.id), 0))::bigint AS n
+       FROM accounts a WHERE a.id = $1 FOR SHARE OF a`,
+    [input.accountId],
+  );
+  if ((account[0]?.n ?? 0) >= input.charges.kinds.length) return { ok: true, paused: false, failed: false };
   if (job.status === JOB_STATUSES.running) await moveLockedJob(tx, hooks, job, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
   return { ok: true, paused: true, failed: false };
 }

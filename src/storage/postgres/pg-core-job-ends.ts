@@ -3,7 +3,7 @@ import type { JobRecord, Lease } from '../job-records.js';
 import { JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, transitionAllowed, type JobStatus } from '../job-states.js';
 import { leaseLost } from '../lease-lost.js';
 import type { StoreHooks, TransitionInput } from '../store.js';
-import { addToOutbox } from './pg-core-outbox.js';
+import { addToOutbox, subscribed } from './pg-core-outbox.js';
 import { JOB_COLUMNS, jobNotFound, lockJob, toJob, type JobRow } from './pg-core-rows.js';
 import type { PgDatabase, PgQueryable } from './pg-database.js';
 
@@ -16,7 +16,8 @@ import type { PgDatabase, PgQueryable } from './pg-database.js';
 /**
  * Moves a job whose row the caller has locked. Leaving `running` frees the job's lease and its
  * reservations (a paused or ended job must not keep credits from the account's other jobs); a
- * terminal status queues the job's end event, built from the job as stored after the change.
+ * terminal status queues the job's end event, built from the job as stored after the change; a pause
+ * queues its `bulk.paused` when a webhook of the account subscribes to it.
  */
 export async function moveLockedJob(tx: PgQueryable, hooks: StoreHooks, job: JobRecord, to: JobStatus, input: TransitionInput): Promise<JobRecord> {
   if (!transitionAllowed(job.status, to)) {
@@ -35,6 +36,8 @@ export async function moveLockedJob(tx: PgQueryable, hooks: StoreHooks, job: Job
   const moved = toJob(rows[0]!);
   if (!running) await releaseJobReservations(tx, job.id);
   if (terminal) await addToOutbox(tx, hooks.jobEnded(moved, input.now), input.now);
+  const paused = to === JOB_STATUSES.paused ? hooks.jobPaused?.(moved, input.now) : undefined;
+  if (paused && (await subscribed(tx, paused.accountId, paused.event))) await addToOutbox(tx, paused, input.now);
   return moved;
 }
 

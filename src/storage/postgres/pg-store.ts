@@ -12,6 +12,7 @@ import { PgLimits } from './pg-limits.js';
 import { PgResults } from './pg-results.js';
 import { PgSessions } from './pg-sessions.js';
 import { PgWebhooks } from './pg-webhooks.js';
+import { PgRetention } from './pg-retention.js';
 
 /**
  * The PostgreSQL store: one pool shared by every part, migrated before first use (processes that
@@ -39,6 +40,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     companies: new PgCompanies(db),
     limits: new PgLimits(db),
     audit: new PgAudit(db),
+    retention: new PgRetention(db),
     async ping() {
       await db.query('SELECT 1');
     },

@@ -379,6 +379,7 @@ export function withFailover(store: ObjectStore, reconnect: () => Promise<void>)
     getBytes: (key, signal) => once(() => store.getBytes(key, signal)),
     head: (key) => once(() => store.head(key)),
     delete: (key) => once(() => store.delete(key)),
+    deletePrefix: (prefix) => once(() => store.deletePrefix(prefix)),
     presignGet: (key, options) => store.presignGet(key, options),
     ping: () => once(() => store.ping()),
   };

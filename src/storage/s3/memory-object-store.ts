@@ -58,6 +58,14 @@ export class MemoryObjectStore implements ObjectStore {
     this.objects.delete(key);
   }
 
+  async deletePrefix(prefix: string): Promise<number> {
+    let deleted = 0;
+    for (const key of [...this.objects.keys()]) {
+      if (key.startsWith(prefix) && this.objects.delete(key)) deleted++;
+    }
+    return deleted;
+  }
+
   async presignGet(key: string, options: PresignOptions): Promise<PresignedUrl> {
     const expiresAt = new Date(this.clock.now() + options.expiresInSeconds * 1000);
     const url = new URL(`memory://objects/${encodeURIComponent(key)}`);

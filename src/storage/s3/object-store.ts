@@ -15,6 +15,11 @@ export interface ObjectStore {
   /** Size in bytes, or undefined when there is no such object. */
   head(key: string): Promise<{ size: number } | undefined>;
   delete(key: string): Promise<void>;
+  /**
+   * Deletes every object whose key starts with `prefix` and returns how many it deleted. Not atomic:
+   * a failure part-way leaves some objects, so callers run it again until it returns 0.
+   */
+  deletePrefix(prefix: string): Promise<number>;
   /** A GET URL that works without credentials until it expires. */
   presignGet(key: string, options: PresignOptions): Promise<PresignedUrl>;
   /** Cheap round trip used by readiness checks. */

@@ -2,9 +2,11 @@ import { Readable, Transform, pipeline } from 'node:stream';
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
+  DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
   type BucketLocationConstraint,
@@ -39,6 +41,8 @@ export interface S3ObjectStoreDeps {
 
 /** Only a hung connect is cut short: a slow reader of a large body must not be timed out. */
 const CONNECT_TIMEOUT_MS = 5_000;
+/** S3's most keys per DeleteObjects request. */
+const DELETE_BATCH = 1000;
 
 export class S3ObjectStore implements ObjectStore {
   private readonly client: S3Client;
@@ -158,6 +162,30 @@ export class S3ObjectStore implements ObjectStore {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
     } catch (e: unknown) {
       throw storageError(e, key);
+    }
+  }
+
+  async deletePrefix(prefix: string): Promise<number> {
+    let deleted = 0;
+    try {
+      // A listing page holds at most 1,000 keys, which is also DeleteObjects' limit per request.
+      // Each page is listed afresh from the start: the keys just deleted are no longer in it.
+      for (;;) {
+        const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, MaxKeys: DELETE_BATCH }));
+        const keys = (page.Contents ?? []).flatMap((o) => (o.Key === undefined ? [] : [{ Key: o.Key }]));
+        if (keys.length === 0) return deleted;
+        const out = await this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys, Quiet: true } }));
+        const failed = out.Errors ?? [];
+        if (failed.length > 0) {
+          throw new AppError(ERROR_CODES.storageUnavailable, `object store kept ${failed.length} objects under ${prefix} (${failed[0]!.Code ?? 'unknown'})`, {
+            retryable: true,
+          });
+        }
+        deleted += keys.length;
+        if (!page.IsTruncated) return deleted;
+      }
+    } catch (e: unknown) {
+      throw storageError(e);
     }
   }
 

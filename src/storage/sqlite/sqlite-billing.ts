@@ -59,6 +59,9 @@ export class SqliteBilling implements BillingPort {
         'SELECT COALESCE(SUM(amount), 0) AS n FROM credit_reservations WHERE account_id = ? AND NOT (job_id = ? AND chunk_index = ?)',
       ),
       reservedTotal: db.prepare('SELECT COALESCE(SUM(amount), 0) AS n FROM credit_reservations WHERE account_id = ?'),
+      balance: db.prepare(
+        'SELECT a.credits, (SELECT COALESCE(SUM(r.amount), 0) FROM credit_reservations r WHERE r.account_id = a.id) AS reserved FROM accounts a WHERE a.id = ?',
+      ),
       // Only chunks in work: a reservation left by a batch that failed before its checkpoint is
       // replaced when its chunk is taken again, and holds nothing until then.
       reservedInWork: db.prepare(
@@ -72,6 +75,15 @@ export class SqliteBilling implements BillingPort {
       jobStatus: db.prepare<[string], { status: string }>('SELECT status FROM jobs WHERE id = ?'),
       deleteReservation: db.prepare('DELETE FROM credit_reservations WHERE job_id = ? AND chunk_index = ?'),
       deleteJobReservations: db.prepare('DELETE FROM credit_reservations WHERE job_id = ?'),
+      // What `jobs.resume` does to a job (failure counts cleared, status running), for every job of
+      // the account that paused for want of credits.
+      freshChunksOfCreditPaused: db.prepare(
+        "UPDATE job_chunks SET failures = 0 WHERE job_id IN (SELECT id FROM jobs WHERE account_id = ? AND status = 'paused' AND reason = 'insufficient_credits')",
+      ),
+      resumeCreditPaused: db.prepare(
+        `UPDATE jobs SET status = 'running', reason = NULL, error_message = NULL, failures = 0, updated_at = ?, finished_at = NULL
+          WHERE account_id = ? AND status = 'paused' AND reason = 'insufficient_credits'`,
+      ),
     };
   }
 
@@ -122,8 +134,18 @@ export class SqliteBilling implements BillingPort {
     return this.stmts.accounts.all() as Account[];
   }
 
+  /**
+   * Also resumes the account's jobs paused with insufficient_credits, in the same transaction, however
+   * small the amount: a job still short pauses again at its next batch (once per batch at most).
+   */
   async addCredits(accountId: string, amount: number, reason: 'grant' | 'topup', now: number): Promise<Account> {
-    this.db.transaction(() => this.addCreditsSync(accountId, amount, reason, now)).immediate();
+    this.db
+      .transaction(() => {
+        this.addCreditsSync(accountId, amount, reason, now);
+        this.stmts.freshChunksOfCreditPaused.run(accountId);
+        this.stmts.resumeCreditPaused.run(now, accountId);
+      })
+      .immediate();
     return this.requireSync(accountId);
   }
 
@@ -161,6 +183,12 @@ export class SqliteBilling implements BillingPort {
 
   async available(accountId: string): Promise<number> {
     return this.requireSync(accountId).credits - this.reservedSync(accountId);
+  }
+
+  async balance(accountId: string): Promise<{ credits: number; reserved: number }> {
+    const row = this.stmts.balance.get(accountId) as { credits: number; reserved: number } | undefined;
+    if (!row) throw new AppError(ERROR_CODES.accountNotFound, `no account ${accountId}`, { statusCode: 404 });
+    return row;
   }
 
   async commitLookup(input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }> {
@@ -264,6 +292,11 @@ export class SqliteBilling implements BillingPort {
       for (const key of charged) this.stmts.upsertBilling.run(seq, kind, key, now, ledgerSeq);
     });
     return { ok: true };
+  }
+
+  /** The balance less every reservation of the account: what a chunk with none could reserve now. */
+  spendableAfterReleaseSync(accountId: string): number {
+    return this.spendableSync(accountId, undefined);
   }
 
   /** Credits the account's chunks hold. */

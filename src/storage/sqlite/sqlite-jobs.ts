@@ -322,6 +322,10 @@ export class SqliteJobs implements JobsPort {
         // another job meanwhile): the chunk waits for them rather than pausing a job the account
         // can still pay for.
         if (this.billing.reservedInWorkSync(input.accountId, now) > 0) return { ok: true, paused: false, failed: false };
+        // A top-up that committed after this batch's reservation was read resumes only jobs already
+        // paused: a pause decided on the old balance must not land after it. Whatever can pay a
+        // whole row (one credit per lookup) is tried again instead.
+        if (this.billing.spendableAfterReleaseSync(input.accountId) >= input.charges.kinds.length) return { ok: true, paused: false, failed: false };
         if (this.statusSync(jobId) === JOB_STATUSES.running) this.transitionSync(jobId, JOB_STATUSES.paused, { reason: PAUSE_REASONS.insufficientCredits, now });
         return { ok: true, paused: true, failed: false };
       })
@@ -462,6 +466,7 @@ export class SqliteJobs implements JobsPort {
     if (to !== JOB_STATUSES.running) this.billing.releaseJobReservationsSync(jobId);
     const after = this.requireSync(jobId);
     if (terminal) this.outbox.add(this.hooks.jobEnded(after, input.now), input.now);
+    if (to === JOB_STATUSES.paused && this.hooks.jobPaused) this.outbox.addIfSubscribed(this.hooks.jobPaused(after, input.now), input.now);
     return after;
   }
 }

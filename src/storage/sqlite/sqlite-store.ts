@@ -13,6 +13,7 @@ import { SqliteOutbox } from './sqlite-outbox.js';
 import { SqliteResults } from './sqlite-results.js';
 import { SqliteSessions } from './sqlite-sessions.js';
 import { SqliteWebhooks } from './sqlite-webhooks.js';
+import { SqliteRetention } from './sqlite-retention.js';
 
 /**
  * The embedded store: one SQLite file (WAL) that every process on a data dir shares. Its
@@ -39,6 +40,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     companies: new SqliteCompanies(db),
     limits: new SqliteLimits(db),
     audit: new SqliteAudit(db),
+    retention: new SqliteRetention(db),
     async ping() {
       ping.get();
     },
