@@ -85,7 +85,9 @@ export class InputDecoder {
 
   private start(head: Buffer): string {
     sniffFileType(head);
-    const encoding = bomOf(head) ?? this.declared ?? detectEncoding(head);
+    // The head is whatever chunks first reached 64 KiB, often more: looking past the mark would let
+    // the transport's chunk sizes decide whether a late é makes the file Windows-1252 or invalid UTF-8.
+    const encoding = bomOf(head) ?? this.declared ?? detectEncoding(head.subarray(0, ENCODING_SNIFF_BYTES));
     this.chosen = encoding;
     // The WHATWG decoder drops a leading UTF-8 or UTF-16 byte-order mark by itself.
     this.decoder = new TextDecoder(encoding, { fatal: true });

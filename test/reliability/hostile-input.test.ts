@@ -13,7 +13,6 @@ import {
   runUntilDone,
   storedObjects,
   streamToBuffer,
-  uploadCsv,
   type ApiHarness,
   type Part,
 } from '../support/api-harness.js';
@@ -38,14 +37,20 @@ function open(env: Record<string, string> = {}): Promise<ApiHarness> {
 
 const CREDITS = 1_000;
 const RESULT_COLUMNS = ['gender', 'country', 'probability', 'status', 'credits', 'cached', 'error'];
+const PHONE_RESULT_COLUMNS = ['phone_e164', 'breached', 'total_breaches', 'first_breached', 'last_breached', 'summary', 'status', 'credits', 'cached', 'error'];
 
-/** A file either becomes these rows (original cells, header first, as the output CSV holds them) or fails with `code`. */
-type FileOutcome = { rows: string[][]; statuses?: string[] } | { code: ErrorCode };
+/**
+ * A file either becomes these rows (original cells, header first, as the output CSV holds them;
+ * for a phone job each ok row's `phone_e164` too) or fails with `code`.
+ */
+type FileOutcome = { rows: string[][]; statuses?: string[]; e164?: string[] } | { code: ErrorCode };
 
 interface FileCase {
   name: string;
   input: string | Buffer;
   env?: Record<string, string>;
+  /** Upload fields besides the file; `type` defaults to gender. */
+  fields?: Record<string, string>;
   outcome: FileOutcome;
 }
 
@@ -110,6 +115,84 @@ const CELL_LIMIT = { SLUICE_MAX_CELLS_PER_ROW: '4' };
 const emails = (n: number): string => Array.from({ length: n }, (_, i) => `person${i}@example.com\n`).join('');
 const LONG_CELL = `"${'a,"" '.repeat(12_000)}"`;
 const FORMULAS = ['=1+1', '+cmd|calc', '-2+3', '@SUM(A1)', '\tx', '\rx', '=HYPERLINK("http://x.test","click")', '-12.5', '+442079460958'];
+
+/** Issue 19, item 8: the real-world forms that are hostile rather than ordinary. */
+const TEXT_64K = `email,name\n${'ann@example.com,Ann\n'.repeat(Math.ceil(65_536 / 19))}`;
+const GARBAGE = Buffer.from(Array.from({ length: 240 }, (_, i) => (i * 167 + 89) % 256).filter((b) => b !== 0));
+const TEN_COUNTRIES = [
+  'id,phone,Country',
+  '1,(415) 816-6557,United States',
+  '2,030 1234567,DE',
+  '3,020 7946 0958,UK',
+  '4,06 12 34 56 78,France',
+  '5,612 34 56 78,España',
+  '6,06 123 4567,+39',
+  '7,06 12345678,Nederland',
+  '8,(11) 91234-5678,Brasil',
+  '9,090-1234-5678,81',
+  '10,098765 43210,India',
+  '11,(604) 555-0134,Canada',
+  '12,+49 30 7654321,US',
+  '13,(415) 816-6557 x12,usa',
+  '14,030 7654321,Narnia',
+  '15,(415) 816-6557,',
+];
+const utf16be = (text: string): Buffer => Buffer.from(text, 'utf16le').swap16();
+
+const issue19: FileCase[] = [
+  { name: 'UTF-16LE without a BOM', input: Buffer.from('email,name\nann@example.com,Zoë\n', 'utf16le'), outcome: fails(ERROR_CODES.utf16WithoutBom) },
+  { name: 'UTF-16BE without a BOM', input: utf16be('email,name\nann@example.com,Zoë\n'), outcome: fails(ERROR_CODES.utf16WithoutBom) },
+  {
+    name: 'UTF-16LE without a BOM, declared, gives its rows',
+    input: Buffer.from('email,name\nann@example.com,Zoë\n', 'utf16le'),
+    fields: { encoding: 'utf-16le' },
+    outcome: ok([['email', 'name'], ['ann@example.com', 'Zoë']]),
+  },
+  {
+    name: 'Windows-1252 bytes invalid in UTF-8 mixed with UTF-8, declared windows-1252: read byte for byte, never refused',
+    input: Buffer.concat([Buffer.from('email;name\nann@example.com;José\nbob@example.com;Ren'), Buffer.from([0xe9, 0x93, 0x80]), Buffer.from('\n')]),
+    fields: { encoding: 'windows-1252' },
+    outcome: ok([['email', 'name'], ['ann@example.com', 'JosÃ©'], ['bob@example.com', 'René“€']]),
+  },
+  {
+    name: 'a Windows-1252 byte after 64 KiB of plain ASCII: UTF-8 is strict to the end',
+    input: Buffer.concat([Buffer.from(TEXT_64K), Buffer.from('bob@example.com,Ren'), Buffer.from([0xe9]), Buffer.from('\n')]),
+    outcome: fails(ERROR_CODES.invalidUtf8),
+  },
+  {
+    name: 'Windows-1252 with its 0x80-0x9F block (curly quotes, euro, dashes) and no UTF-8',
+    input: Buffer.concat([Buffer.from('email;note\nann@example.com;'), Buffer.from([0x93, 0x41, 0x94, 0x20, 0x80, 0x35, 0x20, 0x96, 0x20, 0x99]), Buffer.from('\n')]),
+    outcome: ok([['email', 'note'], ['ann@example.com', '“A” €5 – ™']]),
+  },
+  { name: 'two headers that match the key name alike (Email, E-Mail)', input: 'Email,E-Mail\nann@example.com,bob@example.com\n', outcome: fails(ERROR_CODES.ambiguousColumn) },
+  { name: 'two headers of one alias rank (Work Email, Personal Email)', input: 'Work Email,Personal Email\nann@example.com,bob@example.com\n', outcome: fails(ERROR_CODES.ambiguousColumn) },
+  {
+    name: 'mixed line ends in a semicolon file, quoted ones kept',
+    input: 'email;n\r\nann@example.com;"a\r\nb"\nbob@example.com;2\rcat@example.com;"c\rd"',
+    outcome: ok([['email', 'n'], ['ann@example.com', 'a\r\nb'], ['bob@example.com', '2'], ['cat@example.com', 'c\rd']]),
+  },
+  { name: 'a UTF-8 BOM followed by garbage', input: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), GARBAGE]), outcome: fails(ERROR_CODES.invalidUtf8) },
+  { name: 'a UTF-16LE BOM followed by garbage', input: Buffer.concat([Buffer.from([0xff, 0xfe]), GARBAGE]), outcome: fails(ERROR_CODES.invalidUtf16) },
+  { name: 'a UTF-16BE BOM followed by garbage', input: Buffer.concat([Buffer.from([0xfe, 0xff]), GARBAGE]), outcome: fails(ERROR_CODES.invalidUtf16) },
+  { name: 'a UTF-16LE BOM followed by a NUL character', input: Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('email\nann\u0000@example.com\n', 'utf16le')]), outcome: fails(ERROR_CODES.binaryFile) },
+  // Not compressed_file: the BOM hides the magic number, and the NUL bytes of the stream name it binary.
+  { name: 'a UTF-8 BOM before a gzip stream', input: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), zlib.gzipSync('email\nann@example.com\n')]), outcome: fails(ERROR_CODES.binaryFile) },
+  {
+    name: 'the delimiter sample (64 Ki characters) ends inside a quoted cell holding commas',
+    input: `email;notes, more\nann@example.com;"${'a,'.repeat(30_000)}x"\nbob@example.com;"${'b,'.repeat(5_000)}y"\n`,
+    outcome: ok([['email', 'notes, more'], ['ann@example.com', `${'a,'.repeat(30_000)}x`], ['bob@example.com', `${'b,'.repeat(5_000)}y`]]),
+  },
+  {
+    name: 'numbers from 10 countries in one file, with a country column and a default country',
+    input: TEN_COUNTRIES.join('\n'),
+    fields: { type: 'phone_breaches', default_country: 'DE' },
+    outcome: {
+      rows: TEN_COUNTRIES.map((line) => line.split(',')),
+      statuses: [...Array(12).fill('ok'), 'duplicate', 'invalid', 'invalid'],
+      e164: ['+14158166557', '+49301234567', '+442079460958', '+33612345678', '+34612345678', '+39061234567', '+31612345678', '+5511912345678', '+819012345678', '+919876543210', '+16045550134', '+49307654321', '+14158166557', '', ''],
+    },
+  },
+];
 
 const hostile: FileCase[] = [
   { name: 'a UTF-8 BOM before the header is dropped', input: '\uFEFFemail,name\nann@example.com,Ann\n', outcome: ok([['email', 'name'], ['ann@example.com', 'Ann']]) },
@@ -193,11 +276,12 @@ const hostile: FileCase[] = [
       ["'=ann@example.com", 'x', "'=1+1", "'+cmd|calc", "'-2+3", "'@SUM(A1)", "'\tx", "'\rx", '\'=HYPERLINK("http://x.test","click")', '-12.5', '+442079460958'],
     ]),
   },
+  ...issue19,
 ];
 
 describe('hostile CSV files, uploaded and run through the engine', () => {
   it.each([...spectrum.map((c) => ({ ...c, name: `csv-spectrum ${c.name}` })), ...hostile].map((c) => [c.name, c] as const))('%s', async (_name, c) => {
-    await expectFileOutcome(await open(c.env), c.input, c.outcome);
+    await expectFileOutcome(await open(c.env), c.input, c.outcome, c.fields);
   });
 });
 
@@ -257,11 +341,17 @@ describe('wide rows', () => {
   });
 });
 
-async function expectFileOutcome(h: ApiHarness, input: string | Buffer, outcome: FileOutcome): Promise<string | undefined> {
+async function expectFileOutcome(h: ApiHarness, input: string | Buffer, outcome: FileOutcome, fields: Record<string, string> = {}): Promise<string | undefined> {
   const account = await newAccount(h, { credits: CREDITS });
   const billing = h.engine.deps.billing;
   const ledgerBefore = await billing.ledger(account.id);
-  const upload = await uploadCsv(h, account.key, input);
+  const { type = 'gender', ...others } = fields;
+  const form = multipart([
+    { name: 'type', value: type },
+    ...Object.entries(others).map(([name, value]) => ({ name, value })),
+    { name: 'file', value: input, filename: 'input.csv' },
+  ]);
+  const upload = await h.app.inject({ method: 'POST', url: '/api/jobs/bulk', headers: { ...bearer(account.key), ...form.headers }, payload: form.payload });
   expect(upload.statusCode, upload.body).toBe(202);
   const id = json(upload).id as string;
   await runUntilDone(h, [id]);
@@ -280,10 +370,12 @@ async function expectFileOutcome(h: ApiHarness, input: string | Buffer, outcome:
   expect(job).toMatchObject({ status: 'completed', reason: null });
   const [header, ...rows] = await parseCsv(await streamToBuffer(await h.engine.jobService.openResult(id, 'all')));
   const width = outcome.rows[0]!.length;
-  expect(header).toEqual([...outcome.rows[0]!, ...RESULT_COLUMNS]);
+  const resultColumns = type === 'phone_breaches' ? PHONE_RESULT_COLUMNS : RESULT_COLUMNS;
+  expect(header).toEqual([...outcome.rows[0]!, ...resultColumns]);
   expect(rows.map((r) => r.slice(0, width))).toEqual(outcome.rows.slice(1));
-  const column = (name: string) => rows.map((r) => r[width + RESULT_COLUMNS.indexOf(name)]);
+  const column = (name: string) => rows.map((r) => r[width + resultColumns.indexOf(name)]);
   expect(column('status')).toEqual(outcome.statuses ?? rows.map(() => 'ok'));
+  if (outcome.e164) expect(column('phone_e164')).toEqual(outcome.e164);
   // Only rows looked up for the first time are charged, one credit each, all in the ledger.
   const charged = column('credits').map(Number);
   column('status').forEach((status, i) => expect(charged[i]).toBe(status === 'ok' ? 1 : 0));
