@@ -94,7 +94,7 @@ describe('company names', () => {
 });
 
 describe('companyPipeline output', () => {
-  const acme = { name: 'Acme', domain: 'acme.com', description: 'Anvils', industry: 'Manufacturing', employee_count: 120, country: 'US', website: 'https://acme.com', extra: {} };
+  const acme = { name: 'Acme', domain: 'acme.com', description: 'Anvils', industry: 'Manufacturing', employee_count: 120, country: 'US', website: 'https://acme.com', extra: {}, score: 1 };
 
   it('is registered as the job type company, keyed by the company column', () => {
     expect(pipelineFor('company')).toBe(companyPipeline);
@@ -105,10 +105,13 @@ describe('companyPipeline output', () => {
 
   it('writes the best candidate, and empty cells when nothing was found', () => {
     const found: CompanyResult = { match: 'near', results: [acme, { ...acme, name: 'Acme Labs', domain: null }] };
-    expect(companyPipeline.resultCells(found)).toEqual(['Acme', 'acme.com', 'Manufacturing', '120', 'US', 'https://acme.com', 'Anvils', 'near']);
+    expect(companyPipeline.resultCells(found)).toEqual(['Acme', 'acme.com', 'Manufacturing', '120', 'US', 'https://acme.com', 'Anvils', 'near', '1']);
     expect(companyPipeline.isFound(found)).toBe(true);
     const none: CompanyResult = { match: null, results: [] };
-    expect(companyPipeline.resultCells(none)).toEqual(['', '', '', '', '', '', '', '']);
+    expect(companyPipeline.resultCells(none)).toEqual(['', '', '', '', '', '', '', '', '']);
     expect(companyPipeline.isFound(none)).toBe(false);
+    // An answer cached before scores existed was picked without the threshold: not trusted.
+    const { score: _, ...unscored } = acme;
+    expect(companyPipeline.isFound({ match: 'near', results: [unscored] })).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { charCount, collapseBlanks, domainOf, MAX_COMPANY_CHARS } from '../src/lookups/company/company-names.js';
-import { COMPANY_KIND, type CompanyResult } from '../src/lookups/company/company-profile.js';
+import { COMPANY_KIND, confidentResults, type CompanyResult } from '../src/lookups/company/company-profile.js';
 import { ERROR_CODES } from '../src/shared/errors.js';
 import { unwrapCell } from './cell-text.js';
 import { COMPANY_ALIASES } from './key-aliases.js';
@@ -47,10 +47,11 @@ export const companyPipeline: Pipeline<CompanyResult> = {
     'company_website',
     'company_description',
     'company_match',
+    'company_match_score',
   ],
   resultCells(result: CompanyResult): string[] {
-    const best = result.results[0];
-    if (best === undefined) return ['', '', '', '', '', '', '', ''];
+    const best = confidentResults(result)[0];
+    if (best === undefined) return ['', '', '', '', '', '', '', '', ''];
     return [
       best.name,
       best.domain ?? '',
@@ -60,9 +61,10 @@ export const companyPipeline: Pipeline<CompanyResult> = {
       best.website ?? '',
       best.description ?? '',
       result.match ?? '',
+      String(best.score),
     ];
   },
   isFound(result: CompanyResult): boolean {
-    return result.results.length > 0;
+    return confidentResults(result).length > 0;
   },
 };

@@ -3,19 +3,22 @@ import { pipeline } from 'node:stream/promises';
 import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter, type JobStatus } from '../storage/job-states.js';
 import { AUDIT_ACTIONS, AuditLog } from '../auth/audit-log.js';
 import { deleteJob, refuseDeleted } from '../jobs/job-deletion.js';
+import { openPartialResult } from '../jobs/partial-results.js';
+import { jobActivity } from '../jobs/job-activity.js';
 import { jobSummary } from '../jobs/job-summary.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, positiveInt, printJson, type CliIo } from './cli-io.js';
 import { formatJob } from './format-job.js';
+import { printRunResult, runInForeground } from './run-command.js';
 
 export const JOBS_USAGE = [
   'sluice jobs list [--status S] [--account ID] [--limit N] [--offset N] [--json]',
   'sluice jobs show ID [--json]',
-  'sluice jobs resume ID [--json]',
+  'sluice jobs resume ID [--wait] [--out DIR] [--json]',
   'sluice jobs retry-failed ID [--json]',
   'sluice jobs cancel ID [--json]',
-  'sluice jobs download ID [--filter all|found|errors] [--out FILE] [--url] [--json]',
+  'sluice jobs download ID [--filter all|found|errors] [--partial] [--out FILE] [--url] [--json]',
   'sluice jobs delete ID [--json]',
 ];
 
@@ -39,37 +42,55 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
         limit: Math.min(positiveInt(values.limit as string | undefined, '--limit', 20), 1000),
         offset: positiveInt(values.offset as string | undefined, '--offset', 0),
       });
-      const summaries = jobs.map(jobSummary);
+      const at = jobService.activityClock();
+      const summaries = jobs.map((job) => ({ ...jobSummary(job), ...jobActivity(job, at) }));
       if (values.json) printJson(io, { jobs: summaries, total });
       else {
         for (const s of summaries) {
-          io.stdout.write(`${s.id}  ${s.type.padEnd(8)} ${s.status.padEnd(10)} ${`${s.percent}%`.padStart(6)}  ${s.rows.total ?? '?'} rows  ${s.credits_used} credits  ${s.reason ?? ''}\n`);
+          const note = s.stalled ? `stalled since ${s.stalled_since}: sluice jobs resume ${s.id}` : (s.reason ?? '');
+          io.stdout.write(`${s.id}  ${s.type.padEnd(8)} ${s.status.padEnd(10)} ${`${s.percent}%`.padStart(6)}  ${s.rows.total ?? '?'} rows  ${s.credits_used} credits  ${note}\n`);
         }
         io.stdout.write(`${summaries.length} of ${total} jobs\n`);
       }
       return 0;
     }
+    case 'resume': {
+      const { values, positionals } = parseCommand(rest, { wait: { type: 'boolean', default: false }, out: { type: 'string' } }, 1);
+      const id = positionals[0]!;
+      await refuseDeleted(deps, id);
+      const resumed = await jobService.resume(id);
+      if (values.wait) {
+        const result = await runInForeground(engine, id, { outDir: values.out as string | undefined, progress: values.json ? undefined : io.stderr });
+        printRunResult(io, result, values.json === true);
+        return result.exitCode;
+      }
+      if (values.out !== undefined) throw new AppError(ERROR_CODES.badArgument, '--out needs --wait: the files are written when the job ends here');
+      const summary = jobSummary(resumed);
+      if (values.json) printJson(io, { ...summary, ...jobActivity(resumed, jobService.activityClock()) });
+      else io.stdout.write(`${formatJob(summary)}resumed: a running \`sluice worker\` or \`sluice serve\` takes it up; or run it here with \`sluice jobs resume ${id} --wait\`\n`);
+      return 0;
+    }
     case 'show':
-    case 'resume':
     case 'retry-failed':
     case 'cancel': {
       const { values, positionals } = parseCommand(rest, {}, 1);
       const id = positionals[0]!;
-      const act = { show: jobService.get, resume: jobService.resume, 'retry-failed': jobService.retryFailed, cancel: jobService.cancel }[sub];
+      const act = { show: jobService.get, 'retry-failed': jobService.retryFailed, cancel: jobService.cancel }[sub];
       // A deleted job is still shown (its counts and credits are its account's record); it never runs again.
       if (sub !== 'show') await refuseDeleted(deps, id);
       const job = await act.call(jobService, id);
       const summary = jobSummary(job);
       const deletion = sub === 'show' ? await deps.store.retention.deletion(job.id) : undefined;
       const deleted = deletion && { deleted_at: new Date(deletion.deletedAt).toISOString(), deleted_reason: deletion.reason };
-      if (values.json) printJson(io, { ...summary, ...deleted });
-      else io.stdout.write(formatJob(summary) + (deleted ? `deleted: ${deleted.deleted_at} (${deleted.deleted_reason}); its files are gone\n` : ''));
+      const activity = jobActivity(job, jobService.activityClock());
+      if (values.json) printJson(io, { ...summary, ...activity, ...deleted });
+      else io.stdout.write(formatJob(summary, activity) + (deleted ? `deleted: ${deleted.deleted_at} (${deleted.deleted_reason}); its files are gone\n` : ''));
       return 0;
     }
     case 'download': {
       const { values, positionals } = parseCommand(
         rest,
-        { filter: { type: 'string', default: 'all' }, out: { type: 'string' }, url: { type: 'boolean', default: false } },
+        { filter: { type: 'string', default: 'all' }, out: { type: 'string' }, url: { type: 'boolean', default: false }, partial: { type: 'boolean', default: false } },
         1,
       );
       const id = positionals[0]!;
@@ -78,6 +99,19 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
       if (!EXPORT_FILTERS.includes(filter as ExportFilter)) {
         throw new AppError(ERROR_CODES.badArgument, `--filter must be one of ${EXPORT_FILTERS.join(', ')}`);
       }
+      const out = values.out as string | undefined;
+      const job = values.partial ? await jobService.get(id) : undefined;
+      if (job && job.status !== JOB_STATUSES.completed) {
+        // Streamed from the committed rows: there is no stored object to give a URL of.
+        if (values.url) throw new AppError(ERROR_CODES.badArgument, '--url is for complete results; a partial file is streamed, use --out FILE');
+        const partial = await openPartialResult(deps, job, filter as ExportFilter);
+        await pipeline(partial.body, out === undefined ? io.stdout : fs.createWriteStream(out), out === undefined ? { end: false } : {});
+        const note = { partial: true, rows_included: partial.rowsIncluded, rows_total: partial.totalRows };
+        // Marked on stderr when the rows go to stdout, so the CSV there stays clean.
+        if (values.json && out !== undefined) printJson(io, { file: out, ...note });
+        else io.stderr.write(`partial: ${partial.rowsIncluded} of ${partial.totalRows} rows (job ${job.status}); not a complete result\n`);
+        return 0;
+      }
       if (values.url) {
         const url = await jobService.downloadUrl(id, filter as ExportFilter, engine.config.presignExpiresSeconds);
         if (values.json) printJson(io, { url: url.url, expires_at: url.expiresAt.toISOString() });
@@ -85,7 +119,6 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
         return 0;
       }
       const body = await jobService.openResult(id, filter as ExportFilter);
-      const out = values.out as string | undefined;
       await pipeline(body, out === undefined ? io.stdout : fs.createWriteStream(out), out === undefined ? { end: false } : {});
       if (out !== undefined && values.json) printJson(io, { file: out });
       return 0;

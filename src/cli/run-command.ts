@@ -3,7 +3,9 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { EXPORT_FILTERS, JOB_STATUSES, TERMINAL_STATUSES } from '../storage/job-states.js';
 import { jobSummary, type JobSummary } from '../jobs/job-summary.js';
+import { estimateJob, type DryRunEstimate } from '../jobs/dry-run.js';
 import { parseErrorRate } from '../jobs/job-service.js';
+import type { JobOptions } from '../storage/job-records.js';
 import { DELIMITER_HELP, ENCODING_HELP, parseDelimiter, parseEncoding } from '../jobs/input-options.js';
 import { Worker } from '../jobs/worker.js';
 import type { Engine } from '../jobs/engine.js';
@@ -16,7 +18,7 @@ import { ensureLocalAccount } from './local-account.js';
 import { progressReporter } from './progress.js';
 
 export const RUN_USAGE =
-  'sluice run FILE [--type gender|phone_breaches|company[,...]] [--lookup TYPE[:COLUMN]]... [--account ID] [--column NAME] [--default-country CC] [--country-column NAME] [--delimiter comma|semicolon|tab|pipe] [--encoding utf-8|utf-16le|utf-16be|windows-1252|iso-8859-1] [--excel] [--max-error-rate R] [--out DIR] [--json]';
+  'sluice run FILE [--type gender|phone_breaches|company[,...]] [--lookup TYPE[:COLUMN]]... [--account ID] [--column NAME] [--default-country CC] [--country-column NAME] [--delimiter comma|semicolon|tab|pipe] [--encoding utf-8|utf-16le|utf-16be|windows-1252|iso-8859-1] [--excel] [--max-error-rate R] [--out DIR] [--dry-run] [--json]';
 
 export interface RunResult {
   summary: JobSummary;
@@ -44,10 +46,11 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
       encoding: { type: 'string' },
       excel: { type: 'boolean', default: false },
       out: { type: 'string' },
+      'dry-run': { type: 'boolean', default: false },
     },
     1,
   );
-  const result = await runJob(engine, {
+  const input: RunInput = {
     file: positionals[0]!,
     type: values.type as string | undefined,
     lookups: values.lookup as string[] | undefined,
@@ -61,43 +64,80 @@ export async function runCommand(engine: Engine, args: string[], io: CliIo): Pro
     excel: values.excel === true,
     outDir: values.out as string | undefined,
     progress: values.json ? undefined : io.stderr,
-  });
-  if (values.json) printJson(io, { ...result.summary, files: result.files });
+  };
+  if (values['dry-run']) {
+    const estimate = await estimateRun(engine, input);
+    if (values.json) printJson(io, estimate);
+    else io.stdout.write(formatEstimate(estimate));
+    return 0;
+  }
+  const result = await runJob(engine, input);
+  printRunResult(io, result, values.json === true);
+  return result.exitCode;
+}
+
+/** `sluice run --dry-run`'s lines: the API's figures, one a line. */
+function formatEstimate(e: DryRunEstimate): string {
+  const codes = Object.entries(e.invalid_by_code).map(([code, n]) => `${code} ${n}`).join(', ');
+  return [
+    'dry run: no job made, nothing charged',
+    `rows:           ${e.rows} (${e.valid} valid, ${e.invalid} invalid${codes ? `: ${codes}` : ''})`,
+    `duplicates:     ${e.duplicates} (free)`,
+    `repeats:        ${e.repeats} (paid for within the window, free)`,
+    `credits needed: ${e.credits_needed}`,
+    `balance:        ${e.balance} (${e.available} available)`,
+    '',
+  ].join('\n');
+}
+
+/** The job as it ended and the files written: `sluice run`'s output, and `sluice jobs resume --wait`'s. */
+export function printRunResult(io: CliIo, result: RunResult, json: boolean): void {
+  if (json) printJson(io, { ...result.summary, files: result.files });
   else {
     io.stdout.write(formatJob(result.summary));
     for (const [filter, file] of Object.entries(result.files)) io.stdout.write(`${filter.padEnd(10)} ${file}\n`);
   }
-  return result.exitCode;
 }
 
-export async function runJob(
-  engine: Engine,
-  input: {
-    file: string;
-    /** One job type, or several joined by commas; `gender` when neither this nor `lookups` is given. */
-    type?: string | undefined;
-    /** One `TYPE` or `TYPE:COLUMN` per lookup, for a job with several lookups per row. */
-    lookups?: string[] | undefined;
-    accountId?: string;
-    column?: string;
-    /** ISO 3166-1 alpha-2, any case: phone numbers without a country code are read as that country's. */
-    defaultCountry?: string;
-    /** Failure budget, 0 to 1, as written; unset means the default. */
-    maxErrorRate?: string;
-    /** Header of the column holding each row's country; unset: a `country` column if there is one. */
-    countryColumn?: string | undefined;
-    /** Cell separator as a word (`semicolon`) or the character; unset: detected. */
-    delimiter?: string | undefined;
-    /** Text encoding name; unset: detected. */
-    encoding?: string | undefined;
-    /** Result files start with a UTF-8 BOM for Excel. */
-    excel?: boolean;
-    downloadLink?: boolean;
-    outDir?: string;
-    progress?: NodeJS.WriteStream;
-  },
-): Promise<RunResult> {
-  const { deps, jobService, config } = engine;
+export interface RunInput {
+  file: string;
+  /** One job type, or several joined by commas; `gender` when neither this nor `lookups` is given. */
+  type?: string | undefined;
+  /** One `TYPE` or `TYPE:COLUMN` per lookup, for a job with several lookups per row. */
+  lookups?: string[] | undefined;
+  accountId?: string;
+  column?: string;
+  /** ISO 3166-1 alpha-2, any case: phone numbers without a country code are read as that country's. */
+  defaultCountry?: string;
+  /** Failure budget, 0 to 1, as written; unset means the default. */
+  maxErrorRate?: string;
+  /** Header of the column holding each row's country; unset: a `country` column if there is one. */
+  countryColumn?: string | undefined;
+  /** Cell separator as a word (`semicolon`) or the character; unset: detected. */
+  delimiter?: string | undefined;
+  /** Text encoding name; unset: detected. */
+  encoding?: string | undefined;
+  /** Result files start with a UTF-8 BOM for Excel. */
+  excel?: boolean;
+  downloadLink?: boolean;
+  outDir?: string;
+  progress?: NodeJS.WriteStream;
+}
+
+export async function runJob(engine: Engine, input: RunInput): Promise<RunResult> {
+  const request = await runRequest(engine, input);
+  const job = await engine.jobService.submit({ ...request, body: fs.createReadStream(input.file), inputName: path.basename(input.file) });
+  return runInForeground(engine, job.id, { outDir: input.outDir, progress: input.progress });
+}
+
+/** `sluice run --dry-run`: the file read as its job would read it; no job, no charge, nothing stored. */
+export async function estimateRun(engine: Engine, input: RunInput): Promise<DryRunEstimate> {
+  return estimateJob(engine.deps, await runRequest(engine, input), fs.createReadStream(input.file));
+}
+
+/** The job `sluice run` would make of its arguments, checked. */
+async function runRequest(engine: Engine, input: RunInput): Promise<{ accountId: string; type: string; options: JobOptions }> {
+  const { deps, config } = engine;
   const stat = fs.statSync(input.file, { throwIfNoEntry: false });
   if (!stat?.isFile()) throw new AppError(ERROR_CODES.badArgument, `no such file: ${input.file}`);
   const defaultCountry = input.defaultCountry === undefined ? undefined : parseCountry(input.defaultCountry);
@@ -123,11 +163,9 @@ export async function runJob(
   const asked = parseLookups({ type: input.type ?? (input.lookups?.length ? undefined : 'gender'), column: input.column, lookup: input.lookups });
   const accountId = input.accountId ?? (await ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now()));
 
-  const job = await jobService.submit({
+  return {
     accountId,
     type: asked.type,
-    body: fs.createReadStream(input.file),
-    inputName: path.basename(input.file),
     options: {
       ...(asked.column === undefined ? {} : { column: asked.column }),
       ...(asked.lookups === undefined ? {} : { lookups: asked.lookups }),
@@ -139,8 +177,17 @@ export async function runJob(
       ...(countryColumn ? { countryColumn } : {}),
       ...(input.excel ? { excel: true } : {}),
     },
-  });
+  };
+}
 
+/**
+ * Runs a job to its end (or pause) in an in-process worker beside any others on the same data, with
+ * the progress bar on `progress`, and once it has completed writes its result files into `outDir`
+ * (default `sluice-results/ID`). What `sluice run` does after the upload, and `sluice jobs resume --wait`.
+ */
+export async function runInForeground(engine: Engine, jobId: string, input: { outDir?: string | undefined; progress?: NodeJS.WriteStream | undefined }): Promise<RunResult> {
+  const { deps, jobService, config } = engine;
+  const job = { id: jobId };
   const settled = async () => {
     const status = await deps.jobs.status(job.id);
     return status === undefined || status === JOB_STATUSES.paused || TERMINAL_STATUSES.has(status);

@@ -19,9 +19,7 @@ const UTF8_BOM = '\uFEFF';
  * UTF-8 BOM.
  */
 export async function assembleJob(deps: EngineDeps, job: JobRecord, lease: Lease, signal: AbortSignal): Promise<void> {
-  // Only the first piece of each file carries the BOM: the parts after it are bare rows, so a
-  // concatenated file never holds a second one mid-text (Excel would show it as `ï»¿` in a cell).
-  const header = (job.options.excel === true ? UTF8_BOM : '') + outputHeader(job.header, jobLookups(job.type, job.options));
+  const header = resultHeader(job);
   const chunkCount = job.chunkCount ?? 0;
   // The three results are written side by side: each waits on the object store most of the time.
   await Promise.all(
@@ -35,9 +33,18 @@ export async function assembleJob(deps: EngineDeps, job: JobRecord, lease: Lease
   const now = deps.clock.now();
   const keys = { allKey: resultObjectKey(job.id, 'all'), foundKey: resultObjectKey(job.id, 'found'), errorsKey: resultObjectKey(job.id, 'errors') };
   await deps.jobs.complete(job.id, lease, keys, now);
-  deps.log.info({ jobId: job.id, rows: job.totalRows, errors: job.errorRows }, 'job completed');
+  deps.log.info({ jobId: job.id, accountId: job.accountId, rows: job.totalRows, errors: job.errorRows }, 'job completed');
   // `retry-failed` redoes failed rows from their chunk and splices them into the chunk's parts.
   if (job.errorRows === 0) await removeIntermediates(deps, job.id, chunkCount);
+}
+
+/**
+ * The first line of every result file, complete or partial. Only the first piece of each file
+ * carries the BOM: the parts after it are bare rows, so a concatenated file never holds a second
+ * one mid-text (Excel would show it as `ï»¿` in a cell).
+ */
+export function resultHeader(job: Pick<JobRecord, 'header' | 'type' | 'options'>): string {
+  return (job.options.excel === true ? UTF8_BOM : '') + outputHeader(job.header, jobLookups(job.type, job.options));
 }
 
 async function* concatenate(deps: EngineDeps, jobId: string, chunkCount: number, filter: string, header: string, signal: AbortSignal): AsyncGenerator<Buffer> {

@@ -45,7 +45,8 @@ interface PapaStepResult {
  * - CRLF, LF and lone CR all end a record, even mixed in one file. Record ends are unified to LF
  *   before parsing; line breaks inside quoted cells are data and come back exactly as written.
  * - Blank lines (a record of one empty or whitespace-only cell) are skipped; the caller sees
- *   `no_rows` for a file that holds nothing else.
+ *   `no_rows` for a file that holds nothing else. A record of one quoted cell (`""`, `"  "`) is
+ *   not blank: it is a row with an empty value.
  * - Malformed quoting is rejected, not kept. A quoted field that is never closed (papaparse's
  *   `MissingQuotes`) swallows every later line into one cell, and a stray quote inside a quoted
  *   field (`InvalidQuotes`) makes papaparse run the field on to the next quote it finds, merging
@@ -241,7 +242,8 @@ class RecordBatcher {
     this.recordEnd = meta.cursor;
     if (exceedsBytes(this.input, this.maxBytes, start, meta.cursor)) this.rejectLong(this.recordCount);
     const row = data[0]!;
-    if (row.length === 1 && row[0]!.trim() === '') return;
+    // A quoted empty cell (`""`) was written on purpose: it is an entry, as a JSON list's blank is.
+    if (row.length === 1 && row[0]!.trim() === '' && this.input.charCodeAt(start) !== QUOTE) return;
     this.rows.push(row);
   }
 

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { jobLookups } from '../../pipelines/index.js';
-import { AppError, ERROR_CODES } from '../shared/errors.js';
+import { AppError, ERROR_CODES, isAppError } from '../shared/errors.js';
 import type { PresignedUrl } from '../storage/s3/object-store.js';
 import type { EngineDeps } from './engine-deps.js';
+import { deadHolders, jobActivity, liveHolders, type ActivityClock } from './job-activity.js';
 import { DEFAULT_MAX_ERROR_RATE, JOB_STATUSES, type ExportFilter } from '../storage/job-states.js';
 import type { JobOptions, JobRecord } from '../storage/job-records.js';
 
@@ -41,7 +42,7 @@ export class JobService {
 
   async create(input: { jobId: string; inputKey: string; accountId: string; type: string; inputName: string | null; options: JobOptions }): Promise<JobRecord> {
     jobLookups(input.type, input.options);
-    return this.deps.jobs.create({
+    const job = await this.deps.jobs.create({
       id: input.jobId,
       accountId: input.accountId,
       type: input.type,
@@ -51,6 +52,8 @@ export class JobService {
       options: { ...input.options, maxErrorRate: input.options.maxErrorRate ?? DEFAULT_MAX_ERROR_RATE },
       now: this.deps.clock.now(),
     });
+    this.deps.log.info({ jobId: job.id, accountId: job.accountId, type: job.type }, 'job created');
+    return job;
   }
 
   /** Removes a staged input that will not become a job (a rejected or duplicate upload). */
@@ -70,12 +73,41 @@ export class JobService {
   async cancel(id: string): Promise<JobRecord> {
     const job = await this.deps.jobs.require(id);
     if (job.status === JOB_STATUSES.cancelled) return job;
-    return this.deps.jobs.transition(id, JOB_STATUSES.cancelled, { reason: 'cancelled', now: this.deps.clock.now() });
+    const cancelled = await this.deps.jobs.transition(id, JOB_STATUSES.cancelled, { reason: 'cancelled', now: this.deps.clock.now() });
+    this.deps.log.info({ jobId: id, accountId: cancelled.accountId }, 'job cancelled');
+    return cancelled;
   }
 
-  /** A paused or failed job goes on from its last checkpoint; finished work is never redone. */
-  async resume(id: string): Promise<JobRecord> {
-    return this.deps.jobs.resume(id, this.deps.clock.now());
+  /**
+   * A paused or failed job goes on from its last checkpoint; finished work is never redone. A stalled
+   * job (see `jobActivity`) stays running, and the leases of its holders known dead are freed so that
+   * any worker takes its work at once. Any other job is refused with what to do next, in `steps`' words.
+   */
+  async resume(id: string, steps: NextSteps = CLI_STEPS): Promise<JobRecord> {
+    const job = await this.deps.jobs.require(id);
+    if (job.status === JOB_STATUSES.running) {
+      const at = this.activityClock();
+      if (!jobActivity(job, at).stalled) throw resumeRefusal(job, steps, at.now);
+      for (const owner of deadHolders(job, at.now)) {
+        const freed = await this.deps.jobs.freeLeasesOf(owner);
+        this.deps.log.warn({ jobId: id, owner, leases: freed }, 'freed the leases of a worker process that has died');
+      }
+      return this.deps.jobs.require(id);
+    }
+    try {
+      const resumed = await this.deps.jobs.resume(id, this.deps.clock.now());
+      this.deps.log.info({ jobId: id, accountId: resumed.accountId, status: resumed.status }, 'job resumed');
+      return resumed;
+    } catch (error) {
+      if (!isAppError(error, ERROR_CODES.invalidState)) throw error;
+      // Read again: the job may have moved since the first read (a top-up resumed it, a worker finished it).
+      throw resumeRefusal((await this.deps.jobs.get(id)) ?? job, steps, this.deps.clock.now(), error);
+    }
+  }
+
+  /** Now, and the lease time that is also the grace before a job no worker holds counts as stalled. */
+  activityClock(): ActivityClock {
+    return { now: this.deps.clock.now(), leaseMs: this.deps.limits.leaseSeconds * 1000 };
   }
 
   /**
@@ -111,6 +143,45 @@ export class JobService {
       downloadName: `${id}-${filter}.csv`,
     });
   }
+}
+
+/** How a surface names the next step of a refused resume: the CLI's commands or the API's routes. */
+export interface NextSteps {
+  follow(id: string): string;
+  download(id: string): string;
+  /** What starts a worker, for a queued job; empty where the caller cannot start one. */
+  worker: string;
+}
+
+export const CLI_STEPS: NextSteps = {
+  follow: (id) => `follow it with \`sluice jobs show ${id}\``,
+  download: (id) => `download its results with \`sluice jobs download ${id} --out FILE\``,
+  worker: '; if no `sluice worker` or `sluice serve` runs on this data, start one',
+};
+
+export const API_STEPS: NextSteps = {
+  follow: (id) => `follow it with GET /api/jobs/${id}`,
+  download: (id) => `download its results from GET /api/jobs/${id}/download`,
+  worker: '',
+};
+
+/** `invalid_state` (409) saying why the job cannot be resumed and what to do instead. */
+export function resumeRefusal(job: JobRecord, steps: NextSteps, now: number, cause?: unknown): AppError {
+  const holder = liveHolders(job, now)[0];
+  const next: Record<string, string> = {
+    [JOB_STATUSES.queued]: `it is queued and starts when a worker is free${steps.worker}; ${steps.follow(job.id)}`,
+    [JOB_STATUSES.running]: holder
+      ? `it is running on worker ${holder.owner} (lease until ${new Date(holder.until).toISOString()}); ${steps.follow(job.id)}`
+      : `it is running; ${steps.follow(job.id)}`,
+    [JOB_STATUSES.completed]: `it has completed; ${steps.download(job.id)}`,
+    [JOB_STATUSES.cancelled]:
+      'it was cancelled and cannot run again; submit the file as a new job (rows paid for within the repeat-free window are not charged again)',
+  };
+  return new AppError(
+    ERROR_CODES.invalidState,
+    `Job ${job.id} cannot be resumed: ${next[job.status] ?? `it is ${job.status}`}. Paused, failed and stalled jobs can be resumed.`,
+    { statusCode: 409, ...(cause === undefined ? {} : { cause }) },
+  );
 }
 
 /**

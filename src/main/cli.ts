@@ -31,6 +31,39 @@ Settings come from SLUICE_* environment variables (see README.md).
 
 type Command = (engine: Engine, args: string[], io: CliIo) => Promise<number>;
 
+/** Each command's usage lines, for `sluice COMMAND --help` and `sluice COMMAND SUB --help`. */
+const COMMAND_USAGE: Record<string, readonly string[]> = {
+  serve: [SERVE_USAGE],
+  run: [RUN_USAGE],
+  worker: [WORKER_USAGE],
+  jobs: JOBS_USAGE,
+  accounts: ACCOUNTS_USAGE,
+  keys: KEYS_USAGE,
+  import: IMPORT_USAGE.split('\n  '),
+  demo: [DEMO_USAGE],
+};
+
+/** `--help` or `-h` before any `--`: after it, such a word is a value (a file named `-h`). */
+function wantsHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
+}
+
+/**
+ * Printed before any setting is read or any store opened, so that help works on a machine with no
+ * data dir and a bad SLUICE_* value. A subcommand (`jobs resume --help`) gets its own lines.
+ */
+function commandHelp(name: string, args: readonly string[], io: CliIo): number {
+  const lines = COMMAND_USAGE[name];
+  if (lines === undefined) {
+    io.stderr.write(`unknown command "${name}"\n\n${USAGE}`);
+    return 2;
+  }
+  const sub = args[0] !== undefined && !args[0].startsWith('-') ? lines.filter((l) => l.startsWith(`sluice ${name} ${args[0]} `) || l.includes(` | ${args[0]} `)) : [];
+  io.stdout.write(`usage:\n  ${(sub.length > 0 ? sub : lines).join('\n  ')}\n\nSettings come from SLUICE_* environment variables (see README.md).\n`);
+  return 0;
+}
+
 const COMMANDS: Record<string, Command> = {
   serve: serveCommand,
   run: runCommand,
@@ -65,6 +98,7 @@ async function main(argv: string[]): Promise<number> {
     io.stdout.write(USAGE);
     return name === undefined ? 2 : 0;
   }
+  if (wantsHelp(args)) return commandHelp(name, args, io);
   if (name === 'demo') return demoCommand(args, io);
   const command = COMMANDS[name];
   if (!command) {

@@ -60,6 +60,18 @@ export interface JobRecord {
   finishedAt: number | null;
   /** Per-country counts of the job's phone numbers, set by the split; null before it or without phones. */
   countries: PhoneCountryCounts | null;
+  /**
+   * A running job's leases, run out or not, on the job and on its pending chunks (one per owner, the
+   * latest expiry), read with the job by `get`, `require` and `list`; absent elsewhere and for jobs
+   * that are not running. What `jobActivity` tells stalled jobs by.
+   */
+  work?: WorkLease[];
+}
+
+/** One holder of a running job's work, as the store last recorded it. */
+export interface WorkLease {
+  owner: string | null;
+  expiresAt: number;
 }
 
 /** What the split read of a job's phone numbers: numbers per country they ended in, and overrides. */

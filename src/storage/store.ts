@@ -159,6 +159,10 @@ export interface LookupCommit {
 export interface JobsPort {
   /** A queued job in its split phase. Atomic (one insert). */
   create(input: NewJob): Promise<JobRecord>;
+  /**
+   * A running job comes with `work`: its leases and its pending chunks' leases, run out or not, read
+   * in the same query (as for every job of `list`), so telling stalled jobs costs no query per job.
+   */
   get(id: string): Promise<JobRecord | undefined>;
   /** As `get`, or `job_not_found` (404). */
   require(id: string): Promise<JobRecord>;

@@ -78,7 +78,7 @@ describe.each(TEST_STORES)('resuming a job through the API on %s', (store) => {
     expect((await post(h, caller.key, `/api/jobs/${id}/resume`)).statusCode).toBe(200);
     const running = await post(h, caller.key, `/api/jobs/${id}/resume`);
     expect(running.statusCode).toBe(409);
-    expect(json(running)).toEqual({ code: 'invalid_state', error: `Job ${id} cannot be resumed: it is already running; follow its progress with GET on the job. Only paused or failed jobs can be resumed.` });
+    expect(json(running)).toEqual({ code: 'invalid_state', error: `Job ${id} cannot be resumed: it is running; follow it with GET /api/jobs/${id}. Paused, failed and stalled jobs can be resumed.` });
     await runUntilDone(h, [id]);
     const completed = await post(h, caller.key, `/api/jobs/${id}/resume`);
     expect([completed.statusCode, json(completed).code]).toEqual([409, 'invalid_state']);

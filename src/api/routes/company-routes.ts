@@ -5,7 +5,8 @@ import type { EngineDeps } from '../../jobs/engine-deps.js';
 import { lookupBatch } from '../../jobs/lookup-batch.js';
 import { assertNever, singleLookup, type PricedCall } from '../../jobs/single-lookup.js';
 import { collapseBlanks } from '../../lookups/company/company-names.js';
-import { COMPANY_KIND, type CompanyProfile, type CompanyResult } from '../../lookups/company/company-profile.js';
+import { COMPANY_KIND, confidentResults, type CompanyProfile, type CompanyResult } from '../../lookups/company/company-profile.js';
+import { COMPANY_MATCH_THRESHOLD } from '../../lookups/company/company-score.js';
 import { DAY_MS } from '../../shared/clock.js';
 import { ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
@@ -17,9 +18,8 @@ export const MAX_BULK_QUERIES = 100;
 /** 100 queries of 200 characters, each up to 4 bytes in UTF-8, fit with room for the JSON around them. */
 const BULK_BODY_LIMIT = 128 * 1024;
 
-const AGENT_DESCRIPTION =
-  'Body: `query`, a company name or domain. Answers `company`, `results` (candidate companies, best first, at most 5), `profile` (the best, or null), `total` and `credits`: 1 credit per result returned, 0 when nothing is found.';
-const BULK_DESCRIPTION = `Body: \`queries\`, 1 to ${MAX_BULK_QUERIES} company names or domains. 1 credit per query, all or nothing.`;
+const AGENT_DESCRIPTION = `Body: \`query\`, a company name or domain. Answers \`company\`, \`results\` (candidate companies with a \`score\` of at least ${COMPANY_MATCH_THRESHOLD}, from 0 to 1, best first, at most 5), \`profile\` (the best, or null), \`total\` and \`credits\`: 1 credit per result returned, 0 when nothing is found.`;
+const BULK_DESCRIPTION = `Body: \`queries\`, 1 to ${MAX_BULK_QUERIES} company names or domains. Each result's \`company\` is the best match with a \`score\` of at least ${COMPANY_MATCH_THRESHOLD}, or null. 1 credit per query answered with a company, all or nothing.`;
 const BULK_BODY = {
   type: 'object',
   required: ['queries'],
@@ -31,14 +31,16 @@ const unavailable = () => httpError(503, ERROR_CODES.providerUnavailable, 'Compa
 const failed = () => httpError(502, ERROR_CODES.lookupFailed, 'Company search failed. Please try again.');
 
 /**
- * Spec 8, "1 per result returned": the answer's candidates cost 1 credit each. An account that
- * cannot pay for them all gets as many as it can pay for, best first; nothing found is free.
+ * Spec 8, "1 per result returned": the answer's confident candidates cost 1 credit each. An
+ * account that cannot pay for them all gets as many as it can pay for, best first; nothing found
+ * is free.
  */
 const PER_RESULT: PricedCall<CompanyResult> = {
   price(result, available) {
-    if (result.results.length === 0) return { result, credits: 0 };
+    const confident = confidentResults(result);
+    if (confident.length === 0) return { result: { match: null, results: [] }, credits: 0 };
     if (available < 1) return undefined;
-    const results = result.results.slice(0, available);
+    const results = confident.slice(0, available);
     return { result: { ...result, results }, credits: results.length };
   },
 };
@@ -76,22 +78,24 @@ export async function companyRoutes(app: FastifyInstance, deps: ApiDeps): Promis
         if (!normalised.ok) throw httpError(422, normalised.code as ErrorCode, `Invalid request: queries[${i}]: ${normalised.message}`);
         return normalised.key;
       });
-      const answers = await searchAll(deps.engine, request.caller!.accountId, keys);
+      const { answers, credits } = await searchAll(deps.engine, request.caller!.accountId, keys);
       return {
-        results: queries.map((query, i) => ({ query, company: bulkCompany(answers.get(keys[i]!)!.results[0]) })),
-        credits_used: queries.length,
+        results: queries.map((query, i) => ({ query, company: bulkCompany(answers.get(keys[i]!)!) })),
+        credits_used: credits,
       };
     },
   );
 }
 
 /**
- * Every query answered, then 1 credit per query in one charge: all or nothing, so a 402 (checked
- * before the lookups, and again in the charge's transaction) or a failed lookup costs nothing.
- * Answers come from the shared result cache where fresh, as a single lookup's do.
+ * Every query answered, then 1 credit per query answered with a confident company (repeats
+ * included) in one charge: all or nothing, so a 402 or a failed lookup costs nothing. The price is
+ * known only once the queries are answered, so an empty balance is refused before the lookups
+ * and a short one by the charge's transaction. Answers come from the shared result cache where
+ * fresh, as a single lookup's do.
  */
-async function searchAll(deps: EngineDeps, accountId: string, keys: string[]): Promise<Map<string, CompanyResult>> {
-  if ((await deps.billing.available(accountId)) < keys.length) throw insufficient();
+async function searchAll(deps: EngineDeps, accountId: string, keys: string[]): Promise<{ answers: Map<string, CompanyResult>; credits: number }> {
+  if ((await deps.billing.available(accountId)) <= 0) throw insufficient();
   const provider = deps.providers.get(COMPANY_KIND);
   if (!provider) throw unavailable();
   const since = deps.clock.now() - deps.repeatFreeDays * DAY_MS;
@@ -104,15 +108,16 @@ async function searchAll(deps: EngineDeps, accountId: string, keys: string[]): P
       answers.set(key, outcome.result as CompanyResult);
     }
   }
+  const credits = keys.filter((key) => confidentResults(answers.get(key)!).length > 0).length;
   const paid = await deps.billing.commitLookup({
     accountId,
     kind: COMPANY_KIND,
-    charge: { type: 'flat', amount: keys.length, callId: randomUUID() },
+    charge: { type: 'flat', amount: credits, callId: randomUUID() },
     cache: misses.map((key) => ({ kind: COMPANY_KIND, key, result: answers.get(key) })),
     now: deps.clock.now(),
   });
   if (!paid.ok) throw insufficient();
-  return answers;
+  return { answers, credits };
 }
 
 /**
@@ -122,12 +127,13 @@ async function searchAll(deps: EngineDeps, accountId: string, keys: string[]): P
  * are always empty.
  */
 function agentAnswer(query: string, result: CompanyResult, credits: number) {
-  const best = result.results[0];
+  const results = confidentResults(result);
+  const best = results[0];
   return {
     company: query,
-    results: result.results.map((c) => ({ name: c.name, domain: c.domain, industry: c.industry, employee_count: c.employee_count, country: c.country, website: c.website })),
+    results: results.map((c) => ({ name: c.name, domain: c.domain, industry: c.industry, employee_count: c.employee_count, country: c.country, website: c.website, score: c.score })),
     profile: best === undefined ? null : agentProfile(best),
-    total: result.results.length,
+    total: results.length,
     credits,
   };
 }
@@ -150,8 +156,9 @@ function agentProfile(c: CompanyProfile) {
   };
 }
 
-/** Spec 4.7's `company{name, industry, size, ...}`: size is the employee count. */
-function bulkCompany(c: CompanyProfile | undefined) {
+/** Spec 4.7's `company{name, industry, size, ...}`: size is the employee count; null without a confident match. */
+function bulkCompany(result: CompanyResult) {
+  const c = confidentResults(result)[0];
   if (c === undefined) return null;
-  return { name: c.name, industry: c.industry, size: c.employee_count, domain: c.domain, country: c.country, website: c.website };
+  return { name: c.name, industry: c.industry, size: c.employee_count, domain: c.domain, country: c.country, website: c.website, score: c.score };
 }

@@ -7,7 +7,8 @@ import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { jobView } from '../job-view.js';
 import { refuseDeleted } from './job-delete-routes.js';
-import { receiveUpload } from './upload.js';
+import { openPartialResult } from '../../jobs/partial-results.js';
+import { receiveBulkUpload } from './upload.js';
 
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } as const;
 
@@ -24,26 +25,47 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     return job;
   };
 
-  app.post(
+  app.post<{ Querystring: { dry_run: boolean } }>(
     '/api/jobs/bulk',
     {
       schema: {
         tags: ['jobs'],
         consumes: ['multipart/form-data'],
-        response: { 202: { description: 'The queued job', type: 'object', additionalProperties: true } },
+        querystring: { type: 'object', properties: { dry_run: { type: 'boolean', default: false, description: 'Only estimate: no job, no charge, nothing stored (also a `dry_run` form field before the file)' } } },
+        response: {
+          200: {
+            description:
+              'dry_run: what the job would do. `rows` = `valid` + `invalid`; `duplicates`: valid rows repeating an earlier row (free); `repeats`: distinct keys already paid for within the repeat-free window (free); `credits_needed`: one per other distinct valid key and lookup (at most what the job charges); `balance` and `available` (balance less running jobs\' reservations); `invalid_by_code`.',
+            type: 'object',
+            properties: {
+              dry_run: { type: 'boolean' },
+              rows: { type: 'integer' },
+              valid: { type: 'integer' },
+              invalid: { type: 'integer' },
+              duplicates: { type: 'integer' },
+              repeats: { type: 'integer' },
+              credits_needed: { type: 'integer' },
+              balance: { type: 'integer' },
+              available: { type: 'integer' },
+              invalid_by_code: { type: 'object', additionalProperties: { type: 'integer' } },
+            },
+          },
+          202: { description: 'The queued job', type: 'object', additionalProperties: true },
+        },
         description:
-          'Multipart form: `type` (gender, phone_breaches or company, or several joined by commas) or one `lookup` field per lookup (`TYPE` or `TYPE:COLUMN`), `download_link` (true or false), optional `column` (one-lookup jobs), `default_country`, `country_column` (phone: the column holding each row\'s country), `max_error_rate` (0 to 1, default 0.05), `delimiter` (comma, semicolon, tab or pipe; default detected), `encoding` (utf-8, utf-16le, utf-16be, windows-1252 or iso-8859-1; default detected) and `excel` (true: result files start with a UTF-8 BOM), then `file` (CSV). Send the fields before the file. An `Idempotency-Key` header makes a retry safe.',
+          'Multipart form: `type` (gender, phone_breaches or company, or several joined by commas) or one `lookup` field per lookup (`TYPE` or `TYPE:COLUMN`), `download_link` (true or false), optional `column` (one-lookup jobs), `default_country`, `country_column` (phone: the column holding each row\'s country), `max_error_rate` (0 to 1, default 0.05), `delimiter` (comma, semicolon, tab or pipe; default detected), `encoding` (utf-8, utf-16le, utf-16be, windows-1252 or iso-8859-1; default detected) and `excel` (true: result files start with a UTF-8 BOM), then `file` (CSV). Send the fields before the file. An `Idempotency-Key` header makes a retry safe. With `dry_run=true` (query or a field before the file) the file is read as it streams, never stored, and the answer is 200 with the estimate: no job, no charge, the Idempotency-Key neither claimed nor recorded; a file the job would refuse is 422 with the code the job would fail with.',
       },
     },
     async (request, reply) => {
       const caller = requireWritable(request);
-      const job = await receiveUpload(deps, request, caller.accountId);
-      return reply.code(202).send(jobView(job));
+      const outcome = await receiveBulkUpload(deps, request, caller.accountId, request.query.dry_run);
+      if (outcome.estimate) return reply.code(200).send(outcome.estimate);
+      return reply.code(202).send(jobView(outcome.job));
     },
   );
 
   app.get<{ Params: { id: string } }>('/api/jobs/:id', { schema: { tags: ['jobs'], params: idParams } }, async (request) =>
-    jobView(await ownJob(request.caller!.accountId, request.params.id)),
+    jobView(await ownJob(request.caller!.accountId, request.params.id), deps.jobService.activityClock()),
   );
 
   app.get<{ Querystring: { limit: number; offset: number; status?: JobStatus } }>(
@@ -64,25 +86,59 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     async (request) => {
       const { limit, offset, status } = request.query;
       const { jobs, total } = await deps.engine.jobs.list({ accountId: request.caller!.accountId, status, limit, offset });
-      return { jobs: jobs.map(jobView), total, limit, offset };
+      return { jobs: jobs.map((job) => jobView(job, deps.jobService.activityClock())), total, limit, offset };
     },
   );
 
-  app.get<{ Params: { id: string }; Querystring: { filter: ExportFilter } }>(
+  app.get<{ Params: { id: string }; Querystring: { filter: ExportFilter; format: 'redirect' | 'json'; partial: boolean } }>(
     '/api/jobs/:id/download',
     {
       schema: {
         tags: ['jobs'],
         params: idParams,
-        querystring: { type: 'object', properties: { filter: { type: 'string', enum: [...EXPORT_FILTERS], default: 'all' } } },
-        response: { 302: { description: 'Redirect (Location) to a fresh presigned URL of the result CSV', type: 'null' } },
+        description:
+          'The result CSV. With `partial=true`, a running, paused, cancelled or failed job\'s committed rows so far, in input order (gaps where a chunk is not done yet), streamed as `<job>-<filter>.partial.csv` (whatever `format`) with `X-Sluice-Partial: true`, `X-Sluice-Rows-Included` and `X-Sluice-Rows-Total`; a completed job gives its complete file as without `partial` (with `X-Sluice-Partial: false`); a job not split yet 409.',
+        querystring: {
+          type: 'object',
+          properties: {
+            filter: { type: 'string', enum: [...EXPORT_FILTERS], default: 'all' },
+            partial: { type: 'boolean', default: false, description: 'The rows processed so far of an unfinished job, marked partial' },
+            // A browser page cannot read the Location of a 302 (fetch gives it an opaque response),
+            // and must not put the key in a URL: `json` hands it the presigned URL to navigate to.
+            format: { type: 'string', enum: ['redirect', 'json'], default: 'redirect', description: '`json`: answer 200 with the URL instead of redirecting' },
+          },
+        },
+        response: {
+          200: {
+            description: 'With `format=json`: a fresh presigned URL of the result CSV. With `partial=true` on an unfinished job: the CSV itself (text/csv), marked partial',
+            type: 'object',
+            required: ['download_url', 'expires_at'],
+            properties: { download_url: { type: 'string' }, expires_at: { type: 'string' } },
+          },
+          302: { description: 'Redirect (Location) to a fresh presigned URL of the result CSV', type: 'null' },
+        },
       },
     },
     async (request, reply) => {
       const job = await ownJob(request.caller!.accountId, request.params.id);
+      if (request.query.partial && job.status !== JOB_STATUSES.completed) {
+        // Streamed, not stored: a running job's rows change by the second, and a stored copy would
+        // be one more object to presign, expire and purge.
+        const partial = await openPartialResult(deps.engine, job, request.query.filter);
+        return reply
+          .header('Cache-Control', 'no-store')
+          .header('Content-Type', 'text/csv; charset=utf-8')
+          .header('Content-Disposition', `attachment; filename="${partial.fileName}"`)
+          .header('X-Sluice-Partial', 'true')
+          .header('X-Sluice-Rows-Included', String(partial.rowsIncluded))
+          .header('X-Sluice-Rows-Total', String(partial.totalRows))
+          .send(partial.body);
+      }
+      if (request.query.partial) reply.header('X-Sluice-Partial', 'false');
       // A fresh URL on every call, so an expired link is renewed by asking again.
       const url = await deps.jobService.downloadUrl(job.id, request.query.filter, deps.settings.presignExpiresSeconds);
       reply.header('Cache-Control', 'no-store');
+      if (request.query.format === 'json') return { download_url: url.url, expires_at: url.expiresAt.toISOString() };
       return reply.redirect(url.url, 302);
     },
   );

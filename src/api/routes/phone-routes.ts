@@ -131,9 +131,11 @@ async function jobFromNumbers(deps: ApiDeps, request: FastifyRequest, accountId:
   const { excel } = inputOptionsOf({ excel: body.excel as boolean | undefined });
   // Checked before the body was parsed too; the balance may have been spent while it arrived.
   await requireCredits(deps, accountId);
+  // One row per entry: a blank entry is written as a quoted cell, which the reader keeps as a row
+  // (`invalid`, `empty_value`) where it would skip a blank line.
   const lines = (function* () {
     yield csvLine(['phone']);
-    for (const n of numbers as string[]) yield csvLine([n]);
+    for (const n of numbers as string[]) yield n.trim() === '' ? `"${n.replaceAll('"', '""')}"\n` : csvLine([n]);
   })();
   const staged = await deps.jobService.stageInput(Readable.from(lines));
   return deps.jobService.create({
@@ -159,7 +161,7 @@ async function requireCredits(deps: ApiDeps, accountId: string): Promise<void> {
 
 /** The job's progress, and once it has completed, fresh presigned links per export filter. */
 async function phoneJobView(deps: ApiDeps, job: JobRecord) {
-  const view = { ...jobView(job), feature: 'breaches' };
+  const view = { ...jobView(job, deps.jobService.activityClock()), feature: 'breaches' };
   if (job.status !== 'completed') return view;
   const links: Record<string, { download_url: string; expires_at: string }> = {};
   for (const filter of EXPORT_FILTERS) {

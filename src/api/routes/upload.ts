@@ -4,10 +4,12 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import { isJobType, parseLookups, PIPELINES } from '../../../pipelines/index.js';
 import { parseCountry } from '../../../pipelines/phone-breaches.js';
+import { estimateJob, type DryRunEstimate } from '../../jobs/dry-run.js';
 import { parseErrorRate } from '../../jobs/job-service.js';
 import { inputOptionsOf } from './input-options.js';
 import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/errors.js';
-import type { JobRecord } from '../../storage/job-records.js';
+import type { JobOptions, JobRecord } from '../../storage/job-records.js';
+import type { IdempotencyClaim } from '../../storage/records.js';
 import type { ApiDeps } from '../api-deps.js';
 import { httpError } from '../errors.js';
 
@@ -22,6 +24,7 @@ const FIELDS = [
   'encoding',
   'country_column',
   'excel',
+  'dry_run',
 ] as const;
 
 export type UploadFields = Partial<Record<(typeof FIELDS)[number], string>>;
@@ -36,7 +39,15 @@ interface Received {
   fileName: string | null;
   fileSha256: string | null;
   staged: { jobId: string; inputKey: string } | null;
+  /** A dry run's figures, read from the file as it streamed past (never stored). */
+  estimate: DryRunEstimate | null;
 }
+
+/** What the file part is for, decided when it starts: by then every field sent before it is known. */
+type FileUse = 'store' | 'hash' | 'estimate';
+
+/** A bulk upload makes a job, or with `dry_run` only says what the job would do. */
+export type UploadOutcome = { job: JobRecord; estimate?: undefined } | { job?: undefined; estimate: DryRunEstimate };
 
 /**
  * Streams a bulk upload straight into the object store (never whole in memory or on disk), with
@@ -50,38 +61,59 @@ export async function receiveUpload(
   /** Where the job type comes from: the `type` field, unless a route names it otherwise. */
   typeOf: (fields: UploadFields) => string | undefined = (fields) => fields.type,
 ): Promise<JobRecord> {
+  return (await receive(deps, request, accountId, typeOf, false)).job!;
+}
+
+/**
+ * As `receiveUpload`, or with `dry_run` (the query parameter, or a field sent before the file)
+ * the figures of `estimateJob`: the file is read as it streams past and never stored, no job is
+ * made, nothing is charged, and an Idempotency-Key is neither claimed nor recorded.
+ */
+export async function receiveBulkUpload(deps: ApiDeps, request: FastifyRequest, accountId: string, dryRunAsked: boolean): Promise<UploadOutcome> {
+  return receive(deps, request, accountId, (fields) => fields.type, true, dryRunAsked);
+}
+
+async function receive(
+  deps: ApiDeps,
+  request: FastifyRequest,
+  accountId: string,
+  typeOf: (fields: UploadFields) => string | undefined,
+  dryRunAllowed: boolean,
+  dryRunAsked = false,
+): Promise<UploadOutcome> {
   if (!request.isMultipart()) throw httpError(415, ERROR_CODES.invalidRequest, 'Expected a multipart/form-data body');
   const idempotencyKey = idempotencyKeyOf(request);
   const idem = deps.idempotency;
-  const claim = idempotencyKey ? await idem.claim(accountId, idempotencyKey, deps.engine.clock.now()) : ({ state: 'new' } as const);
-  if (claim.state === 'in_flight') {
-    throw httpError(409, ERROR_CODES.idempotencyInFlight, 'A request with this Idempotency-Key is still in progress');
-  }
-  // A retry of a job already made gets that job even if the job has since spent the balance.
-  if (claim.state === 'new' && (await deps.engine.billing.requireAccount(accountId)).credits <= 0) {
-    if (idempotencyKey) await idem.release(accountId, idempotencyKey);
-    throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
-  }
+  let claim = { state: 'new' } as IdempotencyClaim;
+  let claimed = false;
+  const received: Received = { fields: {}, lookups: [], fileName: null, fileSha256: null, staged: null, estimate: null };
+  const dryRun = (): boolean => dryRunAllowed && (dryRunAsked || dryRunField(received.fields.dry_run));
 
-  const received: Received = { fields: {}, lookups: [], fileName: null, fileSha256: null, staged: null };
+  // Decided when the file starts rather than before the body is read, so that a `dry_run` field is
+  // known: an estimate is free, so it neither needs credits nor takes the Idempotency-Key.
+  const admit = async (): Promise<FileUse> => {
+    if (dryRun()) return 'estimate';
+    if (idempotencyKey) {
+      claim = await idem.claim(accountId, idempotencyKey, deps.engine.clock.now());
+      claimed = claim.state === 'new';
+    }
+    if (claim.state === 'in_flight') {
+      throw httpError(409, ERROR_CODES.idempotencyInFlight, 'A request with this Idempotency-Key is still in progress');
+    }
+    // A retry of a job already made gets that job even if the job has since spent the balance.
+    if (claim.state === 'new' && (await deps.engine.billing.requireAccount(accountId)).credits <= 0) {
+      throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
+    }
+    return claim.state === 'new' ? 'store' : 'hash';
+  };
+
   try {
     // A replay is only compared, never stored: its bytes are hashed and dropped.
-    await readParts(deps, request, claim.state === 'new', received);
-    const { fields } = received;
-    const asked = askedLookups(typeOf(fields), fields.column, received.lookups);
-    if (fields.download_link !== undefined && fields.download_link !== 'true' && fields.download_link !== 'false') {
-      throw httpError(422, ERROR_CODES.invalidRequest, 'download_link must be true or false');
-    }
-    const defaultCountry = fields.default_country ? parseCountry(fields.default_country) : undefined;
-    if (fields.default_country && defaultCountry === undefined) {
-      throw httpError(422, ERROR_CODES.unknownCountry, `default_country must be an ISO 3166-1 alpha-2 code such as DE, got "${fields.default_country.slice(0, 40)}"`);
-    }
-    const maxErrorRate = fields.max_error_rate ? parseErrorRate(fields.max_error_rate) : undefined;
-    if (fields.max_error_rate && maxErrorRate === undefined) {
-      throw httpError(422, ERROR_CODES.invalidRequest, `max_error_rate must be a number from 0 to 1, such as 0.05, got "${fields.max_error_rate.slice(0, 40)}"`);
-    }
-    const input = inputOptionsOf(fields);
+    await readParts(deps, request, admit, (fields) => jobShape(typeOf, fields, received.lookups, accountId), received);
     if (received.fileSha256 === null) throw httpError(422, ERROR_CODES.invalidRequest, 'file is required');
+    if (received.estimate !== null) return { estimate: received.estimate };
+    const { fields } = received;
+    const { asked, defaultCountry, maxErrorRate, input } = jobShape(typeOf, fields, received.lookups, accountId);
     // Optional fields join the fingerprint only when given, so keys stored before they existed still match.
     const fingerprinted = [
       asked.type,
@@ -102,7 +134,7 @@ export async function receiveUpload(
       if (claim.fingerprint !== fingerprint) {
         throw httpError(422, ERROR_CODES.idempotencyConflict, 'This Idempotency-Key was used with a different request');
       }
-      return await deps.jobService.get(claim.jobId);
+      return { job: await deps.jobService.get(claim.jobId) };
     }
     const job = await deps.jobService.create({
       jobId: received.staged!.jobId,
@@ -120,12 +152,43 @@ export async function receiveUpload(
       },
     });
     if (idempotencyKey) await idem.finish(accountId, idempotencyKey, fingerprint, job.id);
-    return job;
+    return { job };
   } catch (e: unknown) {
-    if (idempotencyKey && claim.state === 'new') await idem.release(accountId, idempotencyKey);
+    if (idempotencyKey && claimed) await idem.release(accountId, idempotencyKey);
     if (received.staged) await deps.jobService.discardInput(received.staged.inputKey).catch(() => undefined);
     throw uploadError(e);
   }
+}
+
+/** The fields that shape a job, checked with the API's error codes. */
+function jobShape(typeOf: (fields: UploadFields) => string | undefined, fields: UploadFields, lookups: readonly string[], accountId: string) {
+  const asked = askedLookups(typeOf(fields), fields.column, lookups);
+  if (fields.download_link !== undefined && fields.download_link !== 'true' && fields.download_link !== 'false') {
+    throw httpError(422, ERROR_CODES.invalidRequest, 'download_link must be true or false');
+  }
+  const defaultCountry = fields.default_country ? parseCountry(fields.default_country) : undefined;
+  if (fields.default_country && defaultCountry === undefined) {
+    throw httpError(422, ERROR_CODES.unknownCountry, `default_country must be an ISO 3166-1 alpha-2 code such as DE, got "${fields.default_country.slice(0, 40)}"`);
+  }
+  const maxErrorRate = fields.max_error_rate ? parseErrorRate(fields.max_error_rate) : undefined;
+  if (fields.max_error_rate && maxErrorRate === undefined) {
+    throw httpError(422, ERROR_CODES.invalidRequest, `max_error_rate must be a number from 0 to 1, such as 0.05, got "${fields.max_error_rate.slice(0, 40)}"`);
+  }
+  const input = inputOptionsOf(fields);
+  const options: JobOptions = {
+    ...(asked.column ? { column: asked.column } : {}),
+    ...(asked.lookups ? { lookups: asked.lookups } : {}),
+    ...(defaultCountry ? { defaultCountry } : {}),
+    ...input,
+  };
+  return { asked, defaultCountry, maxErrorRate, input, job: { accountId, type: asked.type, options } };
+}
+
+/** `dry_run` as a form sends it: true or false; empty counts as not given. */
+function dryRunField(value: string | undefined): boolean {
+  if (value === undefined || value === '' || value === 'false') return false;
+  if (value === 'true') return true;
+  throw httpError(422, ERROR_CODES.invalidRequest, 'dry_run must be true or false');
 }
 
 /**
@@ -149,7 +212,13 @@ function askedLookups(type: string | undefined, column: string | undefined, look
 }
 
 /** Fills `received` as it goes, so that a failure half-way still tells the caller what to clean up. */
-async function readParts(deps: ApiDeps, request: FastifyRequest, store: boolean, received: Received): Promise<void> {
+async function readParts(
+  deps: ApiDeps,
+  request: FastifyRequest,
+  admit: () => Promise<FileUse>,
+  shapeOf: (fields: UploadFields) => { job: { accountId: string; type: string; options: JobOptions } },
+  received: Received,
+): Promise<void> {
   for await (const part of request.parts()) {
     if (part.type === 'field') {
       if (part.fieldname === 'lookup') {
@@ -164,6 +233,13 @@ async function readParts(deps: ApiDeps, request: FastifyRequest, store: boolean,
       part.file.resume();
       throw httpError(422, ERROR_CODES.invalidRequest, 'send exactly one file, in the field named file');
     }
+    let use: FileUse;
+    try {
+      use = await admit();
+    } catch (e: unknown) {
+      part.file.resume();
+      throw e;
+    }
     received.fileName = part.filename || null;
     const hash = createHash('sha256');
     const tap = new PassThrough({
@@ -172,7 +248,7 @@ async function readParts(deps: ApiDeps, request: FastifyRequest, store: boolean,
         done(null, chunk);
       },
     });
-    if (store) {
+    if (use === 'store') {
       const staging = deps.jobService.stageInput(tap);
       // If the store gives up first, the tap must fail too, or the request would stall unread.
       staging.catch((e: unknown) => tap.destroy(e as Error));
@@ -183,11 +259,39 @@ async function readParts(deps: ApiDeps, request: FastifyRequest, store: boolean,
         throw e;
       }
       received.staged = await staging;
+    } else if (use === 'estimate') {
+      received.estimate = await estimateStream(deps, shapeOf(received.fields).job, part.file, tap);
     } else {
       await pipeline(part.file, tap, new Writable({ write: (_chunk, _encoding, done) => done() }));
     }
     if ((part.file as { truncated?: boolean }).truncated) throw tooLarge(deps);
     received.fileSha256 = hash.digest('hex');
+  }
+}
+
+/**
+ * A dry run reads the file as it arrives, never storing it. A file the job would refuse is refused
+ * here with the same code; its unread rest is drained so that the answer is not a reset connection.
+ */
+async function estimateStream(
+  deps: ApiDeps,
+  job: { accountId: string; type: string; options: JobOptions },
+  file: NodeJS.ReadableStream,
+  tap: PassThrough,
+): Promise<DryRunEstimate> {
+  const piping = pipeline(file, tap);
+  try {
+    const estimate = await estimateJob(deps.engine, job, tap);
+    await piping;
+    return estimate;
+  } catch (e: unknown) {
+    tap.resume();
+    await piping.catch(() => undefined);
+    // A row cut off at the size limit is the limit's fault, not the file's.
+    if ((file as { truncated?: boolean }).truncated) throw tooLarge(deps);
+    if (!isAppError(e) || e.statusCode !== undefined) throw e;
+    // The error a job would fail with, as a 422 with its code: the file, not the request, is at fault.
+    throw new AppError(e.code, e.message, { statusCode: 422, ...(e.details ? { details: e.details } : {}), cause: e });
   }
 }
 

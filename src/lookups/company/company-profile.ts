@@ -1,4 +1,5 @@
 import type { CompanyRow } from '../../storage/records.js';
+import { COMPANY_MATCH_THRESHOLD } from './company-score.js';
 
 /** Lookup kind of company search: billing, the result cache and the provider map use it. */
 export { COMPANY_KIND } from '../../storage/directory-rules.js';
@@ -25,18 +26,24 @@ export interface CompanyProfile {
   website: string | null;
   /** The directory's further columns, by lower-case header (`ticker`, `linkedin`, ...). */
   extra: Record<string, string>;
+  /**
+   * Confidence that this is the company asked for, 0 to 1 (`companyScore`); every profile returned
+   * has at least COMPANY_MATCH_THRESHOLD. Absent from answers cached before scores existed.
+   */
+  score?: number;
 }
 
 /**
- * The answer for one key: the candidates, best first (the best is the profile), and how the best
- * was found. No candidate is an answer too, with `match` null.
+ * The answer for one key: the candidates scored at least COMPANY_MATCH_THRESHOLD, best first (the
+ * best is the profile), and how the best was found. No such candidate is an answer too, with
+ * `match` null.
  */
 export interface CompanyResult {
   match: CompanyMatch | null;
   results: CompanyProfile[];
 }
 
-export function profileOf(row: CompanyRow): CompanyProfile {
+export function profileOf(row: CompanyRow, score: number): CompanyProfile {
   return {
     name: row.name,
     domain: row.domain,
@@ -46,5 +53,14 @@ export function profileOf(row: CompanyRow): CompanyProfile {
     country: row.country,
     website: row.website,
     extra: row.extra === null ? {} : (JSON.parse(row.extra) as Record<string, string>),
+    score,
   };
+}
+
+/**
+ * The candidates that count as found. An answer cached before scores existed has none: its
+ * candidates were picked without the threshold, so none is trusted (an import forgets the cache).
+ */
+export function confidentResults(result: CompanyResult): CompanyProfile[] {
+  return result.results.filter((c) => typeof c.score === 'number' && c.score >= COMPANY_MATCH_THRESHOLD);
 }

@@ -1,5 +1,5 @@
 import type { ChunkRecord, JobRecord, Lease } from '../job-records.js';
-import { CHUNK_COLUMNS, JOB_COLUMNS, toJob, type JobRow } from './pg-core-rows.js';
+import { CHUNK_COLUMNS, JOB_COLUMNS, withWork, WORK_COLUMN, type JobRow, type WorkText } from './pg-core-rows.js';
 import type { PgDatabase, PgQueryable } from './pg-database.js';
 
 /**
@@ -58,13 +58,14 @@ export function acquireJobPhase(db: PgDatabase, owner: string, now: number, leas
         if (id === undefined) takenMeanwhile.push(candidate.id);
       }
       if (id === undefined) continue;
-      const taken = await tx.query<JobRow>(
+      const taken = await tx.query<JobRow & WorkText>(
         `UPDATE jobs SET lease_owner = $2, lease_epoch = lease_epoch + 1, lease_expires_at = $3,
            attempts = attempts + 1, status = 'running', started_at = COALESCE(started_at, $4), updated_at = $4
-         WHERE id = $1 RETURNING ${JOB_COLUMNS}`,
+         WHERE id = $1 RETURNING ${JOB_COLUMNS}, ${WORK_COLUMN}`,
         [id, owner, now + leaseMs, now],
       );
-      const job = toJob(taken.rows[0]!);
+      // With its leases, as `get` reads it (and SQLite returns it).
+      const job = withWork(taken.rows[0]!);
       return { job, lease: { owner, epoch: job.leaseEpoch } };
     }
     return undefined;

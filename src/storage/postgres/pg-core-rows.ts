@@ -1,4 +1,4 @@
-import type { ChunkRecord, JobOptions, JobRecord, PhoneCountryCounts } from '../job-records.js';
+import type { ChunkRecord, JobOptions, JobRecord, PhoneCountryCounts, WorkLease } from '../job-records.js';
 import type { PgQueryable } from './pg-database.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 
@@ -23,6 +23,26 @@ export function toJob(row: JobRow): JobRecord {
     header: row.header === null ? null : (JSON.parse(row.header) as string[]),
     countries: row.countries === null ? null : (JSON.parse(row.countries) as PhoneCountryCounts),
   };
+}
+
+/**
+ * A running job's leases as one JSON text, read in the job's own query so that a listing stays one
+ * query: the job's lease and, per owner, the latest lease of its pending chunks.
+ */
+export const WORK_COLUMN = `CASE WHEN status = 'running' THEN (SELECT COALESCE(json_agg(json_build_object('owner', o, 'expiresAt', e)), '[]')::text FROM (
+    SELECT jobs.lease_owner AS o, jobs.lease_expires_at AS e WHERE jobs.lease_expires_at IS NOT NULL
+    UNION ALL
+    SELECT c.lease_owner, MAX(c.lease_expires_at) FROM job_chunks c
+     WHERE c.job_id = jobs.id AND c.status = 'pending' AND c.lease_expires_at IS NOT NULL GROUP BY c.lease_owner) w) END AS work`;
+
+export interface WorkText {
+  work: string | null;
+}
+
+export function withWork(row: JobRow & WorkText): JobRecord {
+  const { work, ...rest } = row;
+  const job = toJob(rest);
+  return work === null ? job : { ...job, work: JSON.parse(work) as WorkLease[] };
 }
 
 export function jobNotFound(id: string): AppError {

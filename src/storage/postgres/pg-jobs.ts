@@ -5,7 +5,7 @@ import { acquireChunk, acquireJobPhase } from './pg-core-claims.js';
 import { commitBatch } from './pg-core-commit-batch.js';
 import { complete, pauseForProvider, resume, transition, transitionFrom } from './pg-core-job-ends.js';
 import { completeChunk, finishSplit, retryFailed } from './pg-core-passes.js';
-import { CHUNK_COLUMNS, JOB_COLUMNS, jobNotFound, readChunk, toJob, type JobRow } from './pg-core-rows.js';
+import { CHUNK_COLUMNS, JOB_COLUMNS, jobNotFound, readChunk, toJob, withWork, WORK_COLUMN, type JobRow, type WorkText } from './pg-core-rows.js';
 import type { PgDatabase } from './pg-database.js';
 
 /**
@@ -30,8 +30,8 @@ export class PgJobs implements JobsPort {
   }
 
   async get(id: string): Promise<JobRecord | undefined> {
-    const { rows } = await this.db.query<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`, [id]);
-    return rows[0] && toJob(rows[0]);
+    const { rows } = await this.db.query<JobRow & WorkText>(`SELECT ${JOB_COLUMNS}, ${WORK_COLUMN} FROM jobs WHERE id = $1`, [id]);
+    return rows[0] && withWork(rows[0]);
   }
 
   async require(id: string): Promise<JobRecord> {
@@ -49,14 +49,14 @@ export class PgJobs implements JobsPort {
     const where = 'WHERE ($1::text IS NULL OR account_id = $1) AND ($2::text IS NULL OR status = $2)';
     const params = [filter.accountId ?? null, filter.status ?? null];
     const [page, count] = await Promise.all([
-      this.db.query<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs ${where} ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT $3 OFFSET $4`, [
+      this.db.query<JobRow & WorkText>(`SELECT ${JOB_COLUMNS}, ${WORK_COLUMN} FROM jobs ${where} ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT $3 OFFSET $4`, [
         ...params,
         filter.limit,
         filter.offset,
       ]),
       this.db.query<{ n: number }>(`SELECT count(*) AS n FROM jobs ${where}`, params),
     ]);
-    return { jobs: page.rows.map(toJob), total: count.rows[0]!.n };
+    return { jobs: page.rows.map(withWork), total: count.rows[0]!.n };
   }
 
   async chunks(jobId: string): Promise<ChunkRecord[]> {

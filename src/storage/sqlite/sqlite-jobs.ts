@@ -1,6 +1,6 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, transitionAllowed, type JobStatus } from '../job-states.js';
-import { countFlagged, ROW_FLAGS, type ChunkRecord, type JobOptions, type JobRecord, type Lease, type PhoneCountryCounts, type StoredOutput } from '../job-records.js';
+import { countFlagged, ROW_FLAGS, type ChunkRecord, type JobOptions, type JobRecord, type Lease, type PhoneCountryCounts, type StoredOutput, type WorkLease } from '../job-records.js';
 import { leaseLost } from '../lease-lost.js';
 import type { BatchCommit, BatchCommitResult, JobsPort, NewJob, SplitResult, StoreHooks, TransitionInput } from '../store.js';
 import type { Db } from './open-database.js';
@@ -19,7 +19,17 @@ const JOB_COLUMNS = `id, account_id AS accountId, type, status, phase, reason, e
 const CHUNK_COLUMNS = `job_id AS jobId, chunk_index AS chunkIndex, first_row AS firstRow, row_count AS rowCount,
   cursor, status, lease_epoch AS leaseEpoch, attempts, pass, COALESCE(pass_rows, row_count) AS passRows, row_flags AS rowFlags`;
 
-type JobRow = Omit<JobRecord, 'options' | 'header' | 'countries'> & { options: string; header: string | null; countries: string | null };
+type JobRow = Omit<JobRecord, 'options' | 'header' | 'countries' | 'work'> & { options: string; header: string | null; countries: string | null; work?: string | null };
+
+/**
+ * A running job's leases as one JSON text, read in the job's own query so that a listing stays one
+ * query: the job's lease and, per owner, the latest lease of its pending chunks.
+ */
+const WORK_COLUMN = `CASE WHEN status = 'running' THEN (SELECT json_group_array(json_object('owner', o, 'expiresAt', e)) FROM (
+    SELECT jobs.lease_owner AS o, jobs.lease_expires_at AS e WHERE jobs.lease_expires_at IS NOT NULL
+    UNION ALL
+    SELECT c.lease_owner, MAX(c.lease_expires_at) FROM job_chunks c
+     WHERE c.job_id = jobs.id AND c.status = 'pending' AND c.lease_expires_at IS NOT NULL GROUP BY c.lease_owner)) END AS work`;
 
 /**
  * Jobs, chunks and their leases, and the operations that change them together with billing and the
@@ -43,8 +53,8 @@ export class SqliteJobs implements JobsPort {
         `INSERT INTO jobs (id, account_id, type, status, phase, input_key, input_name, options, created_at, updated_at)
          VALUES (@id, @accountId, @type, 'queued', 'split', @inputKey, @inputName, @options, @now, @now)`,
       ),
-      job: db.prepare(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`),
-      listAll: db.prepare(`SELECT ${JOB_COLUMNS} FROM jobs WHERE (@accountId IS NULL OR account_id = @accountId) AND (@status IS NULL OR status = @status) ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`),
+      job: db.prepare(`SELECT ${JOB_COLUMNS}, ${WORK_COLUMN} FROM jobs WHERE id = ?`),
+      listAll: db.prepare(`SELECT ${JOB_COLUMNS}, ${WORK_COLUMN} FROM jobs WHERE (@accountId IS NULL OR account_id = @accountId) AND (@status IS NULL OR status = @status) ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`),
       countAll: db.prepare('SELECT COUNT(*) AS n FROM jobs WHERE (@accountId IS NULL OR account_id = @accountId) AND (@status IS NULL OR status = @status)'),
       phaseCandidate: db.prepare(
         `SELECT id FROM jobs
@@ -485,11 +495,13 @@ class ChargeConflict extends Error {
 }
 
 function toJob(row: JobRow): JobRecord {
+  const { work, ...rest } = row;
   return {
-    ...row,
+    ...rest,
     options: JSON.parse(row.options) as JobOptions,
     header: row.header === null ? null : (JSON.parse(row.header) as string[]),
     countries: row.countries === null ? null : (JSON.parse(row.countries) as PhoneCountryCounts),
+    ...(typeof work === 'string' ? { work: JSON.parse(work) as WorkLease[] } : {}),
   };
 }
 
