@@ -43,6 +43,8 @@ COPY --from=build /app/dist ./dist
 # tsc does not copy .sql files; from dist/ the engine reads them from the source tree's path.
 COPY --from=build /app/src/storage/sqlite/migrations ./src/storage/sqlite/migrations
 COPY --from=build /app/src/storage/postgres/migrations ./src/storage/postgres/migrations
+# The dashboard's static files are read from the source tree, as the migrations are.
+COPY --from=build /app/src/api/dashboard ./src/api/dashboard
 # `sluice demo` runs over this fixture.
 COPY --from=build /app/fixtures/gender-10k.csv ./fixtures/gender-10k.csv
 

@@ -13,6 +13,8 @@ export interface ApiSettings {
   readonly maxRows: number;
   /** Reverse proxies whose X-Forwarded-For names the client; undefined: the TCP peer is the client. */
   readonly trustProxy?: readonly string[] | undefined;
+  /** `GET /metrics`: false, not served; `token`, a bearer token it requires. Unset: served to anyone. */
+  readonly metrics?: { readonly enabled: boolean; readonly token: string | undefined };
 }
 
 /** What the HTTP layer needs; buildApp takes it whole and never reads configuration itself. */

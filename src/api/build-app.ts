@@ -10,6 +10,7 @@ import { accountRoutes } from './routes/account-routes.js';
 import { auditRoutes } from './routes/audit-routes.js';
 import { authRoutes } from './routes/auth-routes.js';
 import { companyRoutes } from './routes/company-routes.js';
+import { dashboardRoutes } from './routes/dashboard-routes.js';
 import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -19,6 +20,7 @@ import { jobDeleteRoutes } from './routes/job-delete-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
 import { phoneRoutes } from './routes/phone-routes.js';
 import { resumeRoutes } from './routes/resume-routes.js';
+import { metricsRoutes } from './routes/metrics-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 
 /** JSON bodies are small everywhere; uploads go through multipart with their own limit. */
@@ -133,6 +135,8 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => companyRoutes(scope, deps));
   await app.register(async (scope) => accountRoutes(scope, deps));
   await app.register(async (scope) => resumeRoutes(scope, deps));
+  await app.register(async (scope) => metricsRoutes(scope, deps));
+  await app.register(async (scope) => dashboardRoutes(scope));
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // A known path with the wrong method is 405, not 404 (the gender endpoint has its own words).

@@ -3,6 +3,7 @@ import { sweepRetentionPeriodically } from '../jobs/retention-sweep.js';
 import { Worker } from '../jobs/worker.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
+import { startMetricsListener } from '../shared/metrics-listener.js';
 import { webhookSender } from '../webhooks/webhooks.js';
 import { parseCommand, positiveInt, type CliIo } from './cli-io.js';
 
@@ -23,7 +24,13 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
     engine.deps.log.warn({ err: error }, 'could not drop expired sealed API keys'),
   );
   const stopRetention = sweepRetentionPeriodically(engine.deps, { days: engine.config.retentionDays });
-  const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
+  const { metrics: metricsConfig } = engine.config;
+  // No API in this process: Prometheus scrapes a listener of its own, on SLUICE_HOST (loopback by default).
+  const metrics = metricsConfig.enabled && metricsConfig.port > 0
+    ? await startMetricsListener(engine.deps.metrics.registry, { host: engine.config.host, port: metricsConfig.port, token: metricsConfig.token })
+    : undefined;
+  if (metrics) io.stderr.write(`metrics on http://${metrics.address.address}:${metrics.address.port}/metrics\n`);
+  const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs, metrics: engine.deps.metrics }) : undefined;
   const stop = () => {
     worker.stop();
     sender?.stop();
@@ -35,7 +42,7 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   // If the worker fails, the sender must stop, and end, before the engine closes under it.
   const [work] = await Promise.allSettled([worker.run({ concurrency }).finally(() => sender?.stop()), sender?.run()]);
   stopSweeping();
-  await stopRetention();
+  await Promise.all([stopRetention(), metrics?.close()]);
   if (work.status === 'rejected') throw work.reason;
   engine.deps.log.info({ worker: worker.id }, 'worker stopped');
   return 0;

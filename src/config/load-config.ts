@@ -32,6 +32,8 @@ export interface Config {
   readonly api: ApiConfig;
   readonly webhooks: WebhookConfig;
   readonly providers: ProviderConfig;
+  /** `GET /metrics` on `serve`, and a worker's own metrics listener (port 0: none). */
+  readonly metrics: { readonly enabled: boolean; readonly token: string | undefined; readonly port: number };
 }
 
 /**
@@ -149,6 +151,9 @@ export const SETTINGS = {
   pollMs: int('SLUICE_POLL_MS', 250, 10, 60_000, 'How often an idle worker looks for work.'),
   providerRetrySeconds: int('SLUICE_PROVIDER_RETRY_SECONDS', 30, 1, 86_400, 'How long a job paused with `provider_unavailable` waits before a worker tries it again.'),
   repeatFreeDays: int('SLUICE_REPEAT_FREE_DAYS', 180, 0, 3650, 'Repeat-free billing window: an address is charged once per account in this many days.'),
+  metrics: bool('SLUICE_METRICS', true, '`GET /metrics` (Prometheus text format) on `sluice serve` and on a worker\'s metrics listener; false: no metrics endpoint.'),
+  metricsToken: optionalText('SLUICE_METRICS_TOKEN', 'Bearer token `/metrics` requires (`Authorization: Bearer <token>`). Unset: `/metrics` answers anyone who can reach the port, which by default is loopback only.'),
+  metricsPort: int('SLUICE_METRICS_PORT', 0, 0, 65535, 'Port of the metrics listener of `sluice worker` (it has no API), on SLUICE_HOST. 0 (the default): no listener. `serve` serves `/metrics` on its own port.'),
   retentionDays: int('SLUICE_RETENTION_DAYS', 30, 0, 36_500, 'Days after a job finishes (completed, failed or cancelled) before its input, chunks and result files are deleted; sent webhook events and finished deliveries are deleted after as many days. Its record and ledger lines stay. 0: never delete anything by age.'),
   defaultAccountCredits: int('SLUICE_DEFAULT_CREDITS', 1_000_000, 0, 1_000_000_000, 'Credits granted to the `local` account that `sluice run` creates when no --account is given.'),
   // An hour, as Kickbox gives: enough to start a download, and a link that leaks from a log, a
@@ -228,6 +233,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     billing: { repeatFreeDays: read(s.repeatFreeDays), defaultAccountCredits: read(s.defaultAccountCredits) },
     retentionDays: read(s.retentionDays),
+    metrics: { enabled: read(s.metrics), token: read(s.metricsToken), port: read(s.metricsPort) },
     presignExpiresSeconds: read(s.presignExpiresSeconds),
     api: {
       maxUploadBytes: read(s.maxUploadBytes),

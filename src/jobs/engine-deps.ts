@@ -3,6 +3,7 @@ import type { Limiters } from '../lookups/limiters.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
+import type { Metrics } from '../shared/metrics.js';
 import type { ObjectStore } from '../storage/s3/object-store.js';
 import type { BillingPort, JobsPort, ResultCachePort, Store } from '../storage/store.js';
 
@@ -21,4 +22,6 @@ export interface EngineDeps {
   /** Lookup providers by lookup kind. */
   readonly providers: ReadonlyMap<string, LookupProvider>;
   readonly limiters: Limiters;
+  /** This engine's own registry: several engines in one process must not share prom-client's global one. */
+  readonly metrics: Metrics;
 }

@@ -6,7 +6,7 @@ import { sleep } from '../shared/sleep.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { BatchOutput, ChunkRecord, JobRecord, Lease, RowCounters } from '../storage/job-records.js';
 import { lookupErrorFlag, lookupFoundFlag, ROW_FLAGS } from '../storage/job-records.js';
-import { ROW_STATUSES, type RowStatus } from '../storage/job-states.js';
+import { PAUSE_REASONS, ROW_STATUSES, type RowStatus } from '../storage/job-states.js';
 import { ROW_KINDS, rowKey, type ChunkRow, type RowKey } from './chunk-format.js';
 import { csvCells, csvLine } from './csv-writer.js';
 import type { EngineDeps } from './engine-deps.js';
@@ -119,6 +119,7 @@ export async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: 
     const charge = planCharges(lookups.length, items, billed, balance);
     const now = deps.clock.now();
     const batch = renderBatch(ctx, todo, { plans, outcomes, charge, redo, previous, now });
+    const endCheckpoint = deps.metrics.checkpointDuration.startTimer();
     const result = await deps.jobs.commitBatch({
       jobId: job.id,
       accountId: job.accountId,
@@ -140,8 +141,11 @@ export async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: 
       outOfCredits: batch.rows < rows.length,
       now,
     });
+    endCheckpoint();
     if (result.ok) {
-      if (result.failed) deps.log.warn({ jobId: job.id }, 'failure budget exceeded; job failed');
+      countCommitted(deps, job.type, batch.statuses, batch.counters.credits);
+      if (result.failed) deps.log.warn({ jobId: job.id, accountId: job.accountId, reason: ERROR_CODES.errorBudgetExceeded }, 'job failed: failure budget exceeded');
+      else if (result.paused && batch.rows < rows.length) deps.log.info({ jobId: job.id, accountId: job.accountId, chunk: chunk.chunkIndex, reason: PAUSE_REASONS.insufficientCredits }, 'job paused: out of credits');
       // Cut short by credits other chunks hold: they commit or give them back soon. The chunk hands
       // its worker slot over meanwhile, so that a chunk holding credits is never kept from a slot.
       const waiting = !result.paused && batch.rows < rows.length;
@@ -172,6 +176,7 @@ function renderBatch(ctx: ChunkContext, todo: readonly ChunkRow[], input: Render
   const counters: RowCounters = { processed: stopAt, found: 0, invalid: 0, duplicate: 0, error: 0, credits: charge.total };
   const output: BatchOutput = { allText: '', rowEnds: Buffer.alloc(stopAt * 4), rowFlags: Buffer.alloc(stopAt) };
   const cache: { kind: string; key: string; result: unknown }[] = [];
+  const statuses: Record<RowStatus, number> = { ok: 0, invalid: 0, duplicate: 0, error: 0 };
   for (let i = 0; i < stopAt; i++) {
     const row = todo[i]!;
     const cells: (LookupCell | undefined)[] = plans.map(({ cached }, l) => {
@@ -188,6 +193,7 @@ function renderBatch(ctx: ChunkContext, todo: readonly ChunkRow[], input: Render
         cache.push({ kind: lookup.kind, key: key.value, result: outcome.result });
       }
     });
+    statuses[rendered.status]++;
     if (rendered.status !== ROW_STATUSES.ok) counters[rendered.status]++;
     if (rendered.flags & ROW_FLAGS.found) counters.found++;
     output.allText += rendered.text;
@@ -200,7 +206,17 @@ function renderBatch(ctx: ChunkContext, todo: readonly ChunkRow[], input: Render
     }
   }
   if (previous) counters.processed = 0;
-  return { rows: stopAt, output, counters, cache };
+  return { rows: stopAt, output, counters, cache, statuses };
+}
+
+/**
+ * After the checkpoint committed, from what it committed: a checkpoint refused for a conflict wrote
+ * nothing, so counting before it (or counting what was planned) would overstate credits. One
+ * increment per status per batch keeps the hot path free of per-row work.
+ */
+function countCommitted(deps: EngineDeps, type: string, statuses: Record<RowStatus, number>, credits: number): void {
+  for (const [status, n] of Object.entries(statuses)) if (n > 0) deps.metrics.rowsProcessed.inc({ type, status }, n);
+  if (credits > 0) deps.metrics.creditsCharged.inc(credits);
 }
 
 /**
@@ -211,7 +227,7 @@ function renderBatch(ctx: ChunkContext, todo: readonly ChunkRow[], input: Render
 async function pauseForProvider(ctx: ChunkContext): Promise<{ committed: number; paused: boolean; waiting: boolean }> {
   const { deps, job, chunk } = ctx;
   await deps.jobs.pauseForProvider(job.id, chunk.chunkIndex, 'the lookup provider is unavailable; the job resumes on its own', deps.clock.now());
-  deps.log.warn({ jobId: job.id, chunk: chunk.chunkIndex }, 'lookup provider unavailable; job paused');
+  deps.log.warn({ jobId: job.id, accountId: job.accountId, chunk: chunk.chunkIndex, reason: PAUSE_REASONS.providerUnavailable }, 'lookup provider unavailable; job paused');
   return { committed: 0, paused: true, waiting: false };
 }
 

@@ -70,8 +70,10 @@ export class Worker {
         (expires) => jobs.renewJobLease(job.id, lease, expires),
         () => jobs.releaseJobLease(job.id, lease),
         async (signal) => {
-          if (job.phase === JOB_PHASES.split) await splitJob(this.deps, job, lease, signal);
-          else await assembleJob(this.deps, job, lease, signal);
+          if (job.phase === JOB_PHASES.split) {
+            this.deps.log.info({ jobId: job.id, accountId: job.accountId, worker: this.id, leaseEpoch: lease.epoch }, 'job started');
+            await splitJob(this.deps, job, lease, signal);
+          } else await assembleJob(this.deps, job, lease, signal);
           await jobs.clearPhaseFailures(job.id);
         },
         (retryAt) => jobs.recordFailure({ jobId: job.id }, lease, retryAt),
@@ -121,8 +123,9 @@ export class Worker {
     const now = clock.now();
     let resumed = false;
     for (const jobId of await jobs.pausedSince(PAUSE_REASONS.providerUnavailable, now - this.deps.limits.providerRetrySeconds * 1000)) {
-      if (await jobs.transitionFrom(JOB_STATUSES.paused, jobId, JOB_STATUSES.running, { now })) {
-        log.info({ jobId }, 'retrying a job paused for its lookup provider');
+      const job = await jobs.transitionFrom(JOB_STATUSES.paused, jobId, JOB_STATUSES.running, { now });
+      if (job) {
+        log.info({ jobId, accountId: job.accountId }, 'job resumed: retrying a job paused for its lookup provider');
         resumed = true;
       }
     }
@@ -210,14 +213,15 @@ export class Worker {
     const { jobs, clock, log } = this.deps;
     const now = clock.now();
     if (error.retryable) {
-      await jobs.transitionFrom(JOB_STATUSES.running, jobId, JOB_STATUSES.paused, { reason: error.code, message: error.message, now });
-      log.warn({ jobId, err: error }, 'job paused after repeated failures');
+      const paused = await jobs.transitionFrom(JOB_STATUSES.running, jobId, JOB_STATUSES.paused, { reason: error.code, message: error.message, now });
+      if (paused) log.warn({ jobId, accountId: paused.accountId, reason: error.code, err: error }, 'job paused after repeated failures');
     } else {
       const reason = isInputError(error) ? error.code : ERROR_CODES.internal;
-      if (!(await jobs.transitionFrom(JOB_STATUSES.running, jobId, JOB_STATUSES.failed, { reason, message: error.message, now }))) return;
+      const failed = await jobs.transitionFrom(JOB_STATUSES.running, jobId, JOB_STATUSES.failed, { reason, message: error.message, now });
+      if (!failed) return;
       // A caller's bad file is an outcome, not a fault of ours: no stack, no error level.
-      if (reason === ERROR_CODES.internal) log.error({ jobId, err: error }, 'job failed');
-      else log.info({ jobId, reason, message: error.message }, 'job rejected its input');
+      if (reason === ERROR_CODES.internal) log.error({ jobId, accountId: failed.accountId, reason, err: error }, 'job failed');
+      else log.info({ jobId, accountId: failed.accountId, reason, message: error.message }, 'job failed: it rejected its input');
     }
   }
 }

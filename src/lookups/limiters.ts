@@ -1,5 +1,6 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Clock } from '../shared/clock.js';
+import { LOOKUP_OUTCOMES, lookupOutcome, type Metrics } from '../shared/metrics.js';
 import { SharedSemaphore, SlotHolder } from './shared-semaphore.js';
 import type { LookupProvider } from './lookup-provider.js';
 
@@ -18,6 +19,8 @@ export interface LimitersOptions {
    * Without them (a tool or test on its own) they hold within this process.
    */
   slots?: { holder: SlotHolder; clock: Clock };
+  /** Each provider call's duration and the calls in flight, measured inside the limiters (not the wait for a slot). */
+  metrics?: Pick<Metrics, 'lookupDuration' | 'lookupsInFlight'>;
 }
 
 /**
@@ -34,8 +37,9 @@ export class Limiters {
 
   constructor(private readonly options: LimitersOptions) {}
 
-  run<T>(accountId: string, provider: Pick<LookupProvider, 'name' | 'answersLocally'>, call: () => Promise<T>): Promise<T> {
-    const { accountConcurrency, providerConcurrency, connectionsPerProcess } = this.options;
+  run<T extends readonly { ok: boolean }[]>(accountId: string, provider: Pick<LookupProvider, 'name' | 'answersLocally'>, lookup: () => Promise<T>): Promise<T> {
+    const { accountConcurrency, providerConcurrency, connectionsPerProcess, metrics } = this.options;
+    const call = metrics ? () => measured(metrics, provider.name, lookup) : lookup;
     const inProcess = provider.answersLocally === true;
     const account = this.limiter(`account:${accountId}`, accountConcurrency, inProcess);
     const service = this.limiter(`provider:${provider.name}`, providerConcurrency, inProcess);
@@ -60,5 +64,21 @@ export class Limiters {
     let semaphore = this.shared.get(name);
     if (!semaphore) this.shared.set(name, (semaphore = new SharedSemaphore(slots.holder, slots.clock, name, size)));
     return (call) => semaphore.run(call);
+  }
+}
+
+/** One provider call, timed and counted in flight; one histogram observation per call, not per key. */
+async function measured<T extends readonly { ok: boolean }[]>(metrics: NonNullable<LimitersOptions['metrics']>, provider: string, call: () => Promise<T>): Promise<T> {
+  const end = metrics.lookupDuration.startTimer({ provider });
+  metrics.lookupsInFlight.inc({ provider });
+  try {
+    const outcomes = await call();
+    end({ outcome: lookupOutcome(outcomes) });
+    return outcomes;
+  } catch (e: unknown) {
+    end({ outcome: LOOKUP_OUTCOMES.error });
+    throw e;
+  } finally {
+    metrics.lookupsInFlight.dec({ provider });
   }
 }

@@ -22,6 +22,7 @@ export function apiDeps(engine: Engine): ApiDeps {
       presignExpiresSeconds: config.presignExpiresSeconds,
       maxRows: config.jobs.maxRows,
       trustProxy: config.api.trustProxy,
+      metrics: { enabled: config.metrics.enabled, token: config.metrics.token },
     },
     ready: async () => {
       await deps.store.ping();

@@ -20,8 +20,10 @@ import type { LookupProvider } from '../lookups/lookup-provider.js';
 import { CircuitBreaker } from '../lookups/remote/circuit-breaker.js';
 import { RemoteLookupProvider } from '../lookups/remote/remote-provider.js';
 import { systemClock, type Clock } from '../shared/clock.js';
-import { AppError, ERROR_CODES } from '../shared/errors.js';
+import { AppError, ERROR_CODES, isAppError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import { createMetrics, type Metrics } from '../shared/metrics.js';
+import { JOB_STATUSES } from '../storage/job-states.js';
 import { ensureEmbeddedS3, withFailover } from '../storage/s3/embedded-s3-server.js';
 import type { ObjectStore } from '../storage/s3/object-store.js';
 import { S3ObjectStore } from '../storage/s3/s3-object-store.js';
@@ -52,7 +54,9 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     { dataDir: config.dataDir, sqlite: config.sqlite, databaseUrl: config.database.url, poolSize: config.database.poolSize },
     { jobEnded: jobEndEvent, jobPaused: jobPausedEvent },
   );
-  const { objects, close: closeObjects } = await openObjectStore(config, log);
+  const metrics = createMetrics({ jobCounts: () => jobCounts(store) });
+  countDatabaseErrors(store, metrics);
+  const { objects, close: closeObjects } = await openObjectStore(config, log, metrics);
   const { providers, remotes } = openProviders(config, store);
   const deps: EngineDeps = {
     store,
@@ -70,7 +74,9 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
       providerConcurrency: config.jobs.providerConcurrency,
       connectionsPerProcess: config.providers.connections,
       slots: { holder: new SlotHolder(store.limits, clock), clock },
+      metrics,
     }),
+    metrics,
   };
   // Seals newly created API keys for the reveal window, and webhook secrets; never in the database.
   const sealKey = Buffer.from(config.sealKey ?? dataDirSecret(config.dataDir, 'seal.key', () => randomBytes(32).toString('base64')), 'base64');
@@ -170,8 +176,9 @@ function openWebhooks(config: Config, store: Store, sealKey: Buffer, jobService:
   return { store: webhookStore, deliveries: store.deliveries, client, policy, attemptTimeoutMs: config.webhooks.attemptTimeoutMs };
 }
 
-async function openObjectStore(config: Config, log: Logger): Promise<{ objects: ObjectStore; close: () => Promise<void> }> {
+async function openObjectStore(config: Config, log: Logger, metrics: Metrics): Promise<{ objects: ObjectStore; close: () => Promise<void> }> {
   const { s3 } = config;
+  const deps = { onError: (operation: string) => metrics.objectStoreErrors.inc({ operation }) };
   if (s3.endpoint !== undefined) {
     const store = new S3ObjectStore({
       endpoint: s3.endpoint,
@@ -180,7 +187,7 @@ async function openObjectStore(config: Config, log: Logger): Promise<{ objects: 
       accessKeyId: s3.accessKeyId,
       secretAccessKey: s3.secretAccessKey,
       forcePathStyle: s3.forcePathStyle,
-    });
+    }, deps);
     await store.ensureBucket();
     return { objects: store, close: async () => store.destroy() };
   }
@@ -189,7 +196,7 @@ async function openObjectStore(config: Config, log: Logger): Promise<{ objects: 
       ? { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }
       : embeddedCredentials(config.dataDir);
   const server = await ensureEmbeddedS3({ dataDir: config.dataDir, port: s3.embeddedPort, bucket: s3.bucket, region: s3.region, log, ...credentials });
-  const store = new S3ObjectStore({ endpoint: server.endpoint, region: s3.region, bucket: s3.bucket, forcePathStyle: true, unsignedPayload: true, ...credentials });
+  const store = new S3ObjectStore({ endpoint: server.endpoint, region: s3.region, bucket: s3.bucket, forcePathStyle: true, unsignedPayload: true, ...credentials }, deps);
   // Whoever hosts the embedded server may exit first; the next request then hosts it here.
   const objects = withFailover(store, () => server.reconnect());
   return {
@@ -210,4 +217,50 @@ function embeddedCredentials(dataDir: string): { accessKeyId: string; secretAcce
     JSON.stringify({ accessKeyId: `sluice-${randomBytes(6).toString('hex')}`, secretAccessKey: randomBytes(24).toString('base64url') }),
   );
   return JSON.parse(text) as { accessKeyId: string; secretAccessKey: string };
+}
+
+/**
+ * `sluice_jobs{status}` at scrape time: one count per status (six small reads, on the status
+ * index), never the job rows themselves. Store-wide, so every process on the store reports it.
+ */
+async function jobCounts(store: Store): Promise<Record<string, number>> {
+  const statuses = Object.values(JOB_STATUSES);
+  const totals = await Promise.all(statuses.map(async (status) => (await store.jobs.list({ status, limit: 1, offset: 0 })).total));
+  return Object.fromEntries(statuses.map((status, i) => [status, totals[i]!]));
+}
+
+/**
+ * Counts store operations that fail for a fault of the database, at the one seam every layer
+ * shares: each port's methods. Deliberate refusals (not found, conflict: errors with an HTTP
+ * status) are answers, not faults. The ports are patched in place, so every holder of `store`
+ * counts; the methods keep their adapter as `this`.
+ */
+function countDatabaseErrors(store: Store, metrics: Metrics): void {
+  // An adapter may serve two ports from one object: patched twice, its errors would count twice.
+  const patched = new Set<object>();
+  for (const [portName, port] of Object.entries(store)) {
+    if (port === null || typeof port !== 'object' || patched.has(port)) continue;
+    patched.add(port);
+    for (const method of methodsOf(port)) {
+      const original = (port as Record<string, unknown>)[method] as (...args: unknown[]) => unknown;
+      const operation = `${portName}.${method}`;
+      (port as Record<string, unknown>)[method] = function (this: unknown, ...args: unknown[]) {
+        const out = original.apply(port, args);
+        if (!(out instanceof Promise)) return out;
+        // Rethrown on the promise the caller gets, so a rejection nobody handles still surfaces.
+        return out.catch((e: unknown) => {
+          if (!isAppError(e) || e.statusCode === undefined) metrics.databaseErrors.inc({ operation });
+          throw e;
+        });
+      };
+    }
+  }
+}
+
+function methodsOf(port: object): string[] {
+  const names = new Set<string>(Object.keys(port).filter((name) => typeof (port as Record<string, unknown>)[name] === 'function'));
+  for (let proto = Object.getPrototypeOf(port); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    for (const name of Object.getOwnPropertyNames(proto)) if (name !== 'constructor' && typeof (port as Record<string, unknown>)[name] === 'function') names.add(name);
+  }
+  return [...names];
 }

@@ -24,7 +24,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   const host = (values.host as string | undefined)?.trim() || engine.config.host;
   await app.listen({ port, host });
   const worker = engine.config.api.runWorker && !values['no-worker'] ? new Worker(engine.deps) : undefined;
-  const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs }) : undefined;
+  const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs, metrics: engine.deps.metrics }) : undefined;
   const working = worker?.run({ concurrency: engine.config.jobs.workerConcurrency }).finally(() => sender?.stop());
   const settled = Promise.allSettled([working, sender?.run()]);
   const stopRetention = sweepRetentionPeriodically(engine.deps, { days: engine.config.retentionDays });

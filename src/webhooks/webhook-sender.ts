@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../shared/clock.js';
 import { toAppError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import type { Metrics } from '../shared/metrics.js';
 import { DELIVERY_STATUSES, type AttemptRecord, type Delivery } from '../storage/records.js';
 import type { DeliveriesPort } from '../storage/store.js';
 import type { PostResult } from './http-transport.js';
@@ -46,6 +47,8 @@ export interface SenderOptions {
   inFlightPerAccount?: number;
   maxPendingPerAccount?: number;
   backoffMs?: readonly number[];
+  /** Counts each attempt's outcome in `sluice_webhook_deliveries_total`. */
+  metrics?: Pick<Metrics, 'webhookDeliveries'>;
 }
 
 export interface SenderDeps {
@@ -200,9 +203,29 @@ export class WebhookSender {
       errorCode: result.kind === 'error' ? result.code : null,
       at,
     });
-    const fields = { webhookId: webhook.id, deliveryId: delivery.id, attempt: attemptsMade, status: next.status };
+    // One line per attempt, whatever its outcome: a receiver answering 500 used to leave no trace.
+    // The URL is not logged: a receiver's URL may carry a token in its query.
+    const fields = {
+      accountId: webhook.accountId,
+      jobId: jobIdOf(delivery.payload),
+      webhookId: webhook.id,
+      deliveryId: delivery.id,
+      event: delivery.eventType,
+      attempt: attemptsMade,
+      status: next.status,
+      ...(result.kind === 'response' ? { httpStatus: result.status } : { errorCode: result.code }),
+    };
+    const outcome = !recorded ? 'lost' : next.status === DELIVERY_STATUSES.success ? 'success' : next.status === DELIVERY_STATUSES.failed ? 'failed' : 'retry';
+    this.options.metrics?.webhookDeliveries.inc({ outcome });
     if (!recorded) log.warn(fields, 'webhook claim lost before the attempt was recorded');
+    else if (next.status === DELIVERY_STATUSES.success) log.info(fields, 'webhook delivered');
     else if (next.status === DELIVERY_STATUSES.failed) log.warn(fields, 'webhook delivery failed for good');
-    else log.debug(fields, 'webhook attempt');
+    else log.info(fields, 'webhook attempt failed; will try again');
   }
+}
+
+/** The job a bulk.* event is about (its `data` is the job's summary), for the log line. */
+function jobIdOf(payload: unknown): string | undefined {
+  const data = (payload as { data?: { id?: unknown } } | null)?.data;
+  return typeof data?.id === 'string' && data.id.startsWith('job_') ? data.id : undefined;
 }

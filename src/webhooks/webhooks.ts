@@ -21,7 +21,7 @@ export function webhookSender(
   webhooks: Webhooks,
   clock: Clock,
   log: Logger,
-  options: Pick<SenderOptions, 'pollMs' | 'backoffMs' | 'concurrency' | 'inFlightPerAccount' | 'maxPendingPerAccount'>,
+  options: Pick<SenderOptions, 'pollMs' | 'backoffMs' | 'concurrency' | 'inFlightPerAccount' | 'maxPendingPerAccount' | 'metrics'>,
 ): WebhookSender {
   return new WebhookSender(
     { webhooks: webhooks.store, deliveries: webhooks.deliveries, client: webhooks.client, clock, log: log.child({ component: 'webhooks' }) },

@@ -60,6 +60,10 @@ const rows: Row[] = [
   { name: 'unknown nested job path', method: 'POST', url: '/api/jobs/x/y/z', auth: 'key', status: 404, error: 'Not found' },
   { name: 'unknown path, unusual method', method: 'PATCH', url: '/api/whatever', auth: 'key', status: 404, error: 'Not found' },
   { name: 'trailing slash on healthz', method: 'GET', url: '/healthz/', auth: 'none', status: 404, error: 'Not found' },
+  // The dashboard (not API, so not in the OpenAPI document): only its three files, only GET
+  { name: 'POST the dashboard page', method: 'POST', url: '/', auth: 'none', status: 405, error: 'Method not allowed', allow: ['GET'] },
+  { name: 'unknown dashboard file', method: 'GET', url: '/dashboard/nope.js', auth: 'none', status: 404, error: 'Not found' },
+  { name: 'index.html by name', method: 'GET', url: '/index.html', auth: 'none', status: 404, error: 'Not found' },
 
   // Malformed URLs must still get the API's own error shape, not the framework's default body
   { name: 'bad percent-encoding in a path parameter', method: 'GET', url: '/api/jobs/%E0%A4%A', auth: 'key', status: 400, error: /./ },
@@ -185,6 +189,7 @@ const rows: Row[] = [
   { name: 'job without a key', method: 'GET', url: '/api/jobs/job_unknown', auth: 'none', status: 401, error: 'Unauthorized' },
   { name: 'POST download', method: 'POST', url: '/api/jobs/job_x/download', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET'] },
   { name: 'download: unknown filter', method: 'GET', url: '/api/jobs/job_x/download?filter=some', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'download: unknown format', method: 'GET', url: '/api/jobs/job_x/download?format=html', auth: 'key', status: 422, error: INVALID_REQUEST },
   { name: 'download: unknown job', method: 'GET', url: '/api/jobs/job_unknown/download', auth: 'key', status: 404, error: 'Job not found' },
   { name: 'download without a key', method: 'GET', url: '/api/jobs/job_unknown/download', auth: 'none', status: 401, error: 'Unauthorized' },
   { name: 'GET cancel', method: 'GET', url: '/api/jobs/job_x/cancel', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },

@@ -18,7 +18,9 @@ const README = fs.readFileSync(path.resolve(import.meta.dirname, '../../README.m
  */
 const TEST_RUN_VARIABLES = [
   ...new Set(
-    [...fs.readFileSync(path.resolve(import.meta.dirname, '../support/postgres-global-setup.ts'), 'utf8').matchAll(/process\.env\.(SLUICE_[A-Z0-9_]+)/g)].map((m) => m[1]!),
+    ['../support/postgres-global-setup.ts', '../ui/dashboard.test.ts'].flatMap((file) =>
+      [...fs.readFileSync(path.resolve(import.meta.dirname, file), 'utf8').matchAll(/process\.env\.(SLUICE_[A-Z0-9_]+)/g)].map((m) => m[1]!),
+    ),
   ),
 ];
 const USAGE_LINES = [SERVE_USAGE, RUN_USAGE, WORKER_USAGE, ...JOBS_USAGE, ...ACCOUNTS_USAGE, ...KEYS_USAGE, ...IMPORT_USAGE_LINES, DEMO_USAGE];

@@ -37,6 +37,8 @@ export interface S3ObjectStoreSettings {
 export interface S3ObjectStoreDeps {
   /** Presigned URLs are dated by this clock, so tests can mint already-expired ones. */
   clock?: Clock;
+  /** Called with the S3 command's name when a request fails for a fault (not a 404, not an abort). */
+  onError?: (operation: string) => void;
 }
 
 /** Only a hung connect is cut short: a slow reader of a large body must not be timed out. */
@@ -63,6 +65,22 @@ export class S3ObjectStore implements ObjectStore {
       responseChecksumValidation: 'WHEN_REQUIRED',
       requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS },
     });
+    const { onError } = deps;
+    if (onError) {
+      // Every command passes here, so no call site can forget to count its failures.
+      this.client.middlewareStack.add(
+        (next, context) => async (args) => {
+          try {
+            return await next(args);
+          } catch (e: unknown) {
+            const error = e as { name?: string; $metadata?: { httpStatusCode?: number } };
+            if (error.name !== 'AbortError' && error.$metadata?.httpStatusCode !== 404) onError(context.commandName ?? 'unknown');
+            throw e;
+          }
+        },
+        { step: 'initialize', name: 'sluiceErrorCount' },
+      );
+    }
     if (settings.unsignedPayload) {
       // Before signing (the finalizeRequest step), which takes a payload hash it finds in the headers
       // as it is. Only bodies that are sent: presigned GET URLs are signed as they always are.

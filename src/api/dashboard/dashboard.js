@@ -1,0 +1,310 @@
+// The Sluice dashboard: a page over the public API and nothing else. Every value shown comes from
+// customers (file names, webhook URLs, response bodies), so the DOM is built with createElement and
+// textContent only: no innerHTML, so no value can become markup.
+
+const KEY_ITEM = 'sluice.apiKey';
+const POLL_MS = 2000;
+const JOB_PAGE = 50;
+const ACTIVE = new Set(['queued', 'running', 'paused']);
+
+const $ = (id) => document.getElementById(id);
+const state = { jobs: [], selectedJob: null, selectedWebhook: null, timer: null, samples: new Map() };
+
+/** The key lives in this tab's sessionStorage only: never in a URL, a cookie or localStorage. */
+const key = {
+  get: () => sessionStorage.getItem(KEY_ITEM),
+  set: (value) => sessionStorage.setItem(KEY_ITEM, value),
+  clear: () => sessionStorage.removeItem(KEY_ITEM),
+};
+
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function api(method, path) {
+  const response = await fetch(path, {
+    method,
+    headers: { authorization: `Bearer ${key.get()}`, accept: 'application/json' },
+    cache: 'no-store',
+    credentials: 'omit',
+  });
+  const text = await response.text();
+  let body = null;
+  try {
+    body = text === '' ? null : JSON.parse(text);
+  } catch {
+    body = null;
+  }
+  if (!response.ok) throw new ApiError(response.status, (body && typeof body.error === 'string' && body.error) || `HTTP ${response.status}`);
+  return body;
+}
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+
+function row(cells) {
+  const tr = document.createElement('tr');
+  for (const cell of cells) {
+    const td = document.createElement('td');
+    if (cell instanceof Node) td.append(cell);
+    else td.textContent = cell === null || cell === undefined ? '' : String(cell);
+    tr.append(td);
+  }
+  return tr;
+}
+
+function notify(message, isError = false) {
+  const notice = $('notice');
+  notice.textContent = message;
+  notice.className = isError ? 'error' : '';
+  notice.hidden = message === '';
+}
+
+const number = (n) => (typeof n === 'number' ? n.toLocaleString('en') : '');
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : '');
+
+function duration(seconds) {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) return '';
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} m ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} m`;
+}
+
+/**
+ * Rows per second and time left: the job view's own figures where the server gives them; else
+ * measured here from two polls, so that the page works against a server without them.
+ */
+function speed(job) {
+  const previous = state.samples.get(job.id);
+  const now = Date.now();
+  let measured = previous?.rate ?? null;
+  if (previous && job.rows.processed !== previous.processed && now > previous.at) {
+    measured = ((job.rows.processed - previous.processed) * 1000) / (now - previous.at);
+  }
+  if (!previous || job.rows.processed !== previous.processed) state.samples.set(job.id, { at: now, processed: job.rows.processed, rate: measured });
+  if (job.status !== 'running') return { rate: null, eta: null };
+  const rate = typeof job.rows_per_second === 'number' ? job.rows_per_second : measured;
+  const left = job.rows.total === null ? null : job.rows.total - job.rows.processed;
+  const eta = typeof job.eta_seconds === 'number' ? job.eta_seconds : rate && left !== null ? left / rate : null;
+  return { rate, eta };
+}
+
+function statusCell(job) {
+  const text = job.stalled === true ? `${job.status} (stalled)` : job.status;
+  return el('span', text, `status status-${job.status}`);
+}
+
+function progressCell(job) {
+  const wrap = el('span');
+  const bar = document.createElement('progress');
+  bar.max = 100;
+  bar.value = typeof job.percent === 'number' ? job.percent : 0;
+  wrap.append(bar, ` ${job.percent ?? 0}%`);
+  return wrap;
+}
+
+function renderJobs() {
+  const body = $('job-rows');
+  body.replaceChildren();
+  const byStatus = new Map();
+  for (const job of state.jobs) {
+    byStatus.set(job.status, (byStatus.get(job.status) ?? 0) + 1);
+    const { rate, eta } = speed(job);
+    const total = job.rows.total === null ? '?' : number(job.rows.total);
+    const tr = row([
+      job.input_name ?? job.id,
+      job.type,
+      statusCell(job),
+      `${number(job.rows.processed)} / ${total}`,
+      progressCell(job),
+      rate === null ? '' : number(Math.round(rate)),
+      duration(eta),
+      number(job.rows.found),
+      number(job.rows.error),
+      when(job.created_at),
+    ]);
+    tr.dataset.id = job.id;
+    tr.dataset.status = job.status;
+    if (job.id === state.selectedJob) tr.className = 'selected';
+    tr.addEventListener('click', () => {
+      state.selectedJob = job.id;
+      renderJobs();
+    });
+    body.append(tr);
+  }
+  $('no-jobs').hidden = state.jobs.length > 0;
+  $('job-counts').textContent = [...byStatus].map(([status, n]) => `${status} ${n}`).join(' · ');
+  renderDetail();
+}
+
+function renderDetail() {
+  const job = state.jobs.find((j) => j.id === state.selectedJob);
+  const section = $('job-detail');
+  section.hidden = !job;
+  if (!job) return;
+  section.dataset.status = job.status;
+  $('detail-id').textContent = job.id;
+  const fields = [
+    ['File', job.input_name],
+    ['Type', job.type],
+    ['Status', job.stalled === true ? `${job.status} (stalled)` : job.status],
+    ['Reason', job.reason],
+    ['Failure', job.error_message],
+    ['Total rows', number(job.rows.total)],
+    ['Processed', number(job.rows.processed)],
+    ['Found', number(job.rows.found)],
+    ['Invalid', number(job.rows.invalid)],
+    ['Duplicate', number(job.rows.duplicate)],
+    ['Errors', number(job.rows.error)],
+    ['Credits used', number(job.credits_used)],
+    ['Last progress', when(job.last_progress_at)],
+    ['Created', when(job.created_at)],
+    ['Started', when(job.started_at)],
+    ['Finished', when(job.finished_at)],
+  ];
+  const list = $('detail-fields');
+  list.replaceChildren();
+  for (const [label, value] of fields) {
+    if (value === null || value === undefined || value === '') continue;
+    const item = el('div');
+    item.dataset.field = label.toLowerCase().replace(/ /g, '-');
+    item.append(el('dt', label), el('dd', value));
+    list.append(item);
+  }
+  for (const button of section.querySelectorAll('[data-download]')) button.disabled = !job.downloads;
+  const enabled = {
+    resume: job.status === 'paused' || job.status === 'failed',
+    cancel: ACTIVE.has(job.status),
+    'retry-failed': (job.status === 'completed' || job.status === 'failed') && job.rows.error > 0,
+  };
+  for (const button of section.querySelectorAll('[data-action]')) button.disabled = !enabled[button.dataset.action];
+}
+
+function renderWebhooks(webhooks) {
+  const body = $('webhook-rows');
+  body.replaceChildren();
+  for (const hook of webhooks) {
+    const tr = row([hook.url ?? hook.telegram_chat_id ?? hook.kind, (hook.events ?? []).join(', '), hook.is_active ? 'yes' : 'no', when(hook.created_at)]);
+    tr.dataset.id = hook.id;
+    if (hook.id === state.selectedWebhook) tr.className = 'selected';
+    tr.addEventListener('click', () => {
+      state.selectedWebhook = hook.id;
+      renderWebhooks(webhooks);
+      void loadDeliveries();
+    });
+    body.append(tr);
+  }
+  $('no-webhooks').hidden = webhooks.length > 0;
+}
+
+async function loadWebhooks() {
+  const answer = await api('GET', '/api/webhooks?limit=50');
+  renderWebhooks(answer.result ?? []);
+}
+
+async function loadDeliveries() {
+  const id = state.selectedWebhook;
+  if (!id) return;
+  const deliveries = await api('GET', `/api/webhooks/deliveries?webhook_id=${encodeURIComponent(id)}`);
+  const body = $('delivery-rows');
+  body.replaceChildren();
+  for (const d of Array.isArray(deliveries) ? deliveries : []) {
+    const response = d.response_status === null ? d.error_code ?? '' : `${d.response_status} ${d.response_body ?? ''}`;
+    body.append(row([d.event_type, d.status, d.attempts, response, when(d.last_attempt_at)]));
+  }
+  $('deliveries').hidden = false;
+}
+
+async function refresh() {
+  const [account, jobs] = await Promise.all([api('GET', '/api/account'), api('GET', `/api/jobs?limit=${JOB_PAGE}`)]);
+  $('credits').textContent = number(account.credits);
+  $('reserved').textContent = number(account.reserved);
+  $('available').textContent = number(account.available);
+  state.jobs = jobs.jobs;
+  renderJobs();
+}
+
+async function poll() {
+  try {
+    await refresh();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return signOut('The key was refused; sign in again.');
+    notify(`Could not refresh: ${error.message}`, true);
+  }
+  if (key.get()) state.timer = setTimeout(poll, POLL_MS);
+}
+
+async function signIn() {
+  clearTimeout(state.timer);
+  try {
+    await refresh();
+  } catch (error) {
+    key.clear();
+    notify(error instanceof ApiError && error.status === 401 ? 'That key was refused.' : `Sign-in failed: ${error.message}`, true);
+    return;
+  }
+  notify('');
+  $('sign-in').hidden = true;
+  $('signed-in').hidden = false;
+  $('sign-out').hidden = false;
+  state.timer = setTimeout(poll, POLL_MS);
+  loadWebhooks().catch((error) => notify(`Could not load webhooks: ${error.message}`, true));
+}
+
+function signOut(message = '') {
+  clearTimeout(state.timer);
+  key.clear();
+  Object.assign(state, { jobs: [], selectedJob: null, selectedWebhook: null, samples: new Map() });
+  for (const id of ['job-rows', 'webhook-rows', 'delivery-rows', 'detail-fields']) $(id).replaceChildren();
+  $('signed-in').hidden = true;
+  $('sign-out').hidden = true;
+  $('sign-in').hidden = false;
+  $('api-key').value = '';
+  notify(message, message !== '');
+}
+
+/** The download route's JSON form gives a presigned URL; the key never leaves the Authorization header. */
+async function download(filter) {
+  const id = state.selectedJob;
+  const answer = await api('GET', `/api/jobs/${encodeURIComponent(id)}/download?filter=${filter}&format=json`);
+  // The presigned URL answers with Content-Disposition: attachment, so this page stays where it is.
+  window.location.assign(answer.download_url);
+}
+
+async function act(action) {
+  const id = state.selectedJob;
+  const job = await api('POST', `/api/jobs/${encodeURIComponent(id)}/${action}`);
+  notify(`Job ${job.id}: ${job.status}`);
+  await refresh();
+}
+
+$('sign-in').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const value = $('api-key').value.trim();
+  if (value === '') return;
+  key.set(value);
+  $('api-key').value = '';
+  void signIn();
+});
+$('sign-out').addEventListener('click', () => signOut());
+$('webhooks-refresh').addEventListener('click', () => {
+  loadWebhooks()
+    .then(loadDeliveries)
+    .catch((error) => notify(`Could not load webhooks: ${error.message}`, true));
+});
+for (const button of document.querySelectorAll('[data-download]')) {
+  button.addEventListener('click', () => download(button.dataset.download).catch((error) => notify(`Download failed: ${error.message}`, true)));
+}
+for (const button of document.querySelectorAll('[data-action]')) {
+  button.addEventListener('click', () => act(button.dataset.action).catch((error) => notify(`${button.textContent} failed: ${error.message}`, true)));
+}
+
+if (key.get()) void signIn();
