@@ -65,6 +65,9 @@ export class Worker {
     const phase = await jobs.acquireJobPhase(this.id, clock.now(), leaseMs, this.deps.limits.accountRunningJobs);
     if (phase) {
       const { job, lease } = phase;
+      if (this.tookOver(phase.previousOwner)) {
+        this.deps.log.info({ jobId: job.id, accountId: job.accountId, phase: job.phase, previousOwner: phase.previousOwner, owner: this.id, leaseEpoch: lease.epoch }, 'lease taken over');
+      }
       await this.leased(
         job.id,
         (expires) => jobs.renewJobLease(job.id, lease, expires),
@@ -88,6 +91,12 @@ export class Worker {
         (expires) => jobs.renewChunkLease(chunk.jobId, chunk.chunkIndex, lease, expires),
         () => jobs.releaseChunkLease(chunk.jobId, chunk.chunkIndex, lease),
         async (signal) => {
+          // A chunk holds no account id: one read, only on a takeover, inside the leased work so
+          // that a database fault here is retried like any other instead of stranding the lease.
+          if (this.tookOver(taken.previousOwner)) {
+            const { accountId } = await jobs.require(chunk.jobId);
+            this.deps.log.info({ jobId: chunk.jobId, accountId, chunk: chunk.chunkIndex, previousOwner: taken.previousOwner, owner: this.id, leaseEpoch: lease.epoch }, 'lease taken over');
+          }
           await processChunk(this.deps, chunk, lease, signal, this.stopController.signal);
         },
         (retryAt) => jobs.recordFailure({ jobId: chunk.jobId, chunkIndex: chunk.chunkIndex }, lease, retryAt),
@@ -95,6 +104,16 @@ export class Worker {
       return true;
     }
     return (await this.freeDeadWorkersLeases()) || (await this.retryProviderPauses());
+  }
+
+  /**
+   * Whether a claim took work whose owner's lease ran out unreleased (the owner died, froze or lost
+   * the database): it gets an info line, else an operator has nothing to match the loser's `lease
+   * lost` line to. A worker taking back its own lease (its backoff after a retryable failure ran
+   * out) is no takeover.
+   */
+  private tookOver(previousOwner: string | undefined): previousOwner is string {
+    return previousOwner !== undefined && previousOwner !== this.id;
   }
 
   /**

@@ -156,6 +156,26 @@ export interface LookupCommit {
   now: number;
 }
 
+/**
+ * What a claim took. `previousOwner` is the owner a lease was still recorded for when the claim
+ * took it: that lease ran out without being released (a worker died, froze or stopped renewing; a
+ * retry after a failure's backoff; possibly the claimer itself). It is read in the claim's own
+ * transaction, with the row locked, so two claimers cannot both report one takeover. Absent when
+ * the work was free (never leased, released, or freed by `freeLeasesOf`).
+ */
+export interface JobPhaseClaim {
+  job: JobRecord;
+  lease: Lease;
+  previousOwner?: string;
+}
+
+/** As JobPhaseClaim, for a chunk. */
+export interface ChunkClaim {
+  chunk: ChunkRecord;
+  lease: Lease;
+  previousOwner?: string;
+}
+
 export interface JobsPort {
   /** A queued job in its split phase. Atomic (one insert). */
   create(input: NewJob): Promise<JobRecord>;
@@ -175,7 +195,7 @@ export interface JobsPort {
    * Leases the oldest job that needs splitting (at most `maxRunningPerAccount` running per account)
    * or assembling, whose lease is free: epoch + 1. Serialised: two claimers never take one job.
    */
-  acquireJobPhase(owner: string, now: number, leaseMs: number, maxRunningPerAccount?: number): Promise<{ job: JobRecord; lease: Lease } | undefined>;
+  acquireJobPhase(owner: string, now: number, leaseMs: number, maxRunningPerAccount?: number): Promise<JobPhaseClaim | undefined>;
   /** Fenced by epoch and owner; false when the lease is lost. */
   renewJobLease(jobId: string, lease: Lease, expiresAt: number): Promise<boolean>;
   /** Fenced by epoch. */
@@ -184,7 +204,7 @@ export interface JobsPort {
    * Leases the next pending chunk of a running job, the accounts with the fewest chunks in work
    * first (fair share). Serialised like `acquireJobPhase`.
    */
-  acquireChunk(owner: string, now: number, leaseMs: number): Promise<{ chunk: ChunkRecord; lease: Lease } | undefined>;
+  acquireChunk(owner: string, now: number, leaseMs: number): Promise<ChunkClaim | undefined>;
   renewChunkLease(jobId: string, chunkIndex: number, lease: Lease, expiresAt: number): Promise<boolean>;
   releaseChunkLease(jobId: string, chunkIndex: number, lease: Lease): Promise<void>;
   /**

@@ -1,4 +1,5 @@
-import type { ChunkRecord, JobRecord, Lease } from '../job-records.js';
+import type { ChunkRecord } from '../job-records.js';
+import type { ChunkClaim, JobPhaseClaim } from '../store.js';
 import { CHUNK_COLUMNS, JOB_COLUMNS, withWork, WORK_COLUMN, type JobRow, type WorkText } from './pg-core-rows.js';
 import type { PgDatabase, PgQueryable } from './pg-database.js';
 
@@ -33,6 +34,18 @@ const TAKE_RUNNING = `SELECT id FROM jobs
   WHERE id = $1 AND status = 'running' AND phase IN ('split', 'assemble') AND (lease_expires_at IS NULL OR lease_expires_at < $2)
   FOR UPDATE SKIP LOCKED`;
 
+/**
+ * The lease owner as it was before the claim's UPDATE, read in that same statement (RETURNING only
+ * sees the new row). The row is already locked by this transaction, so the value is the one the
+ * claim replaces, not one a concurrent claimer wrote.
+ */
+const OLD_JOB_OWNER = 'SELECT lease_owner AS previous_owner FROM jobs WHERE id = $1 FOR UPDATE';
+const OLD_CHUNK_OWNER = 'SELECT lease_owner AS previous_owner FROM job_chunks WHERE job_id = $1 AND chunk_index = $2 FOR UPDATE';
+
+interface PreviousOwner {
+  previousOwner: string | null;
+}
+
 const OLDEST_QUEUED = `SELECT id FROM jobs
   WHERE account_id = $1 AND status = 'queued' AND phase = 'split' AND (lease_expires_at IS NULL OR lease_expires_at < $2)
   ORDER BY created_at, id COLLATE "C" LIMIT 1
@@ -41,7 +54,7 @@ const OLDEST_QUEUED = `SELECT id FROM jobs
 /** Accounts and jobs one claim passes over before it gives up until the next poll. */
 const MAX_PASSED_OVER = 20;
 
-export function acquireJobPhase(db: PgDatabase, owner: string, now: number, leaseMs: number, maxRunning: number): Promise<{ job: JobRecord; lease: Lease } | undefined> {
+export function acquireJobPhase(db: PgDatabase, owner: string, now: number, leaseMs: number, maxRunning: number): Promise<JobPhaseClaim | undefined> {
   return db.transaction(async (tx) => {
     const passedOver: string[] = [];
     const takenMeanwhile: string[] = [];
@@ -58,15 +71,17 @@ export function acquireJobPhase(db: PgDatabase, owner: string, now: number, leas
         if (id === undefined) takenMeanwhile.push(candidate.id);
       }
       if (id === undefined) continue;
-      const taken = await tx.query<JobRow & WorkText>(
+      const taken = await tx.query<JobRow & WorkText & PreviousOwner>(
         `UPDATE jobs SET lease_owner = $2, lease_epoch = lease_epoch + 1, lease_expires_at = $3,
            attempts = attempts + 1, status = 'running', started_at = COALESCE(started_at, $4), updated_at = $4
-         WHERE id = $1 RETURNING ${JOB_COLUMNS}, ${WORK_COLUMN}`,
+         FROM (${OLD_JOB_OWNER}) old
+         WHERE jobs.id = $1 RETURNING ${JOB_COLUMNS}, ${WORK_COLUMN}, old.previous_owner AS "previousOwner"`,
         [id, owner, now + leaseMs, now],
       );
+      const { previousOwner, ...row } = taken.rows[0]!;
       // With its leases, as `get` reads it (and SQLite returns it).
-      const job = withWork(taken.rows[0]!);
-      return { job, lease: { owner, epoch: job.leaseEpoch } };
+      const job = withWork(row);
+      return { job, lease: { owner, epoch: job.leaseEpoch }, ...(previousOwner === null ? {} : { previousOwner }) };
     }
     return undefined;
   });
@@ -104,17 +119,18 @@ const CHUNK_CANDIDATE = `SELECT c.job_id AS "jobId", c.chunk_index AS "chunkInde
   LIMIT 1
   FOR UPDATE OF c SKIP LOCKED`;
 
-export function acquireChunk(db: PgDatabase, owner: string, now: number, leaseMs: number): Promise<{ chunk: ChunkRecord; lease: Lease } | undefined> {
+export function acquireChunk(db: PgDatabase, owner: string, now: number, leaseMs: number): Promise<ChunkClaim | undefined> {
   return db.transaction(async (tx) => {
     const { rows } = await tx.query<{ jobId: string; chunkIndex: number }>(CHUNK_CANDIDATE, [now]);
     const candidate = rows[0];
     if (!candidate) return undefined;
-    const taken = await tx.query<ChunkRecord>(
+    const taken = await tx.query<ChunkRecord & PreviousOwner>(
       `UPDATE job_chunks SET lease_owner = $3, lease_epoch = lease_epoch + 1, lease_expires_at = $4, attempts = attempts + 1
-        WHERE job_id = $1 AND chunk_index = $2 RETURNING ${CHUNK_COLUMNS}`,
+         FROM (${OLD_CHUNK_OWNER}) old
+        WHERE job_id = $1 AND chunk_index = $2 RETURNING ${CHUNK_COLUMNS}, old.previous_owner AS "previousOwner"`,
       [candidate.jobId, candidate.chunkIndex, owner, now + leaseMs],
     );
-    const chunk = taken.rows[0]!;
-    return { chunk, lease: { owner, epoch: chunk.leaseEpoch } };
+    const { previousOwner, ...chunk } = taken.rows[0]!;
+    return { chunk, lease: { owner, epoch: chunk.leaseEpoch }, ...(previousOwner === null ? {} : { previousOwner }) };
   });
 }

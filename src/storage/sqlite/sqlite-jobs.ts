@@ -2,7 +2,7 @@ import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS, TERMINAL_STATUSES, transitionAllowed, type JobStatus } from '../job-states.js';
 import { countFlagged, ROW_FLAGS, type ChunkRecord, type JobOptions, type JobRecord, type Lease, type PhoneCountryCounts, type StoredOutput, type WorkLease } from '../job-records.js';
 import { leaseLost } from '../lease-lost.js';
-import type { BatchCommit, BatchCommitResult, JobsPort, NewJob, SplitResult, StoreHooks, TransitionInput } from '../store.js';
+import type { BatchCommit, BatchCommitResult, ChunkClaim, JobPhaseClaim, JobsPort, NewJob, SplitResult, StoreHooks, TransitionInput } from '../store.js';
 import type { Db } from './open-database.js';
 import type { SqliteBilling } from './sqlite-billing.js';
 import type { SqliteOutbox } from './sqlite-outbox.js';
@@ -57,7 +57,7 @@ export class SqliteJobs implements JobsPort {
       listAll: db.prepare(`SELECT ${JOB_COLUMNS}, ${WORK_COLUMN} FROM jobs WHERE (@accountId IS NULL OR account_id = @accountId) AND (@status IS NULL OR status = @status) ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`),
       countAll: db.prepare('SELECT COUNT(*) AS n FROM jobs WHERE (@accountId IS NULL OR account_id = @accountId) AND (@status IS NULL OR status = @status)'),
       phaseCandidate: db.prepare(
-        `SELECT id FROM jobs
+        `SELECT id, lease_owner AS previousOwner FROM jobs
           WHERE ((status = 'queued' AND phase = 'split'
                   AND (SELECT count(*) FROM jobs r WHERE r.account_id = jobs.account_id AND r.status = 'running') < @maxRunning)
                  OR (status = 'running' AND phase IN ('split', 'assemble')))
@@ -72,7 +72,7 @@ export class SqliteJobs implements JobsPort {
       renewJobLease: db.prepare('UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND lease_epoch = ? AND lease_owner = ?'),
       releaseJobLease: db.prepare('UPDATE jobs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_epoch = ?'),
       chunkCandidate: db.prepare(
-        `SELECT c.job_id AS jobId, c.chunk_index AS chunkIndex FROM job_chunks c JOIN jobs j ON j.id = c.job_id
+        `SELECT c.job_id AS jobId, c.chunk_index AS chunkIndex, c.lease_owner AS previousOwner FROM job_chunks c JOIN jobs j ON j.id = c.job_id
           WHERE j.status = 'running' AND j.phase = 'process' AND c.status = 'pending'
             AND (c.lease_expires_at IS NULL OR c.lease_expires_at < @now)
           ORDER BY (SELECT count(*) FROM job_chunks h JOIN jobs hj ON hj.id = h.job_id
@@ -208,14 +208,16 @@ export class SqliteJobs implements JobsPort {
     return this.s.chunk.get(jobId, chunkIndex) as ChunkRecord | undefined;
   }
 
-  async acquireJobPhase(owner: string, now: number, leaseMs: number, maxRunningPerAccount = Number.MAX_SAFE_INTEGER): Promise<{ job: JobRecord; lease: Lease } | undefined> {
+  async acquireJobPhase(owner: string, now: number, leaseMs: number, maxRunningPerAccount = Number.MAX_SAFE_INTEGER): Promise<JobPhaseClaim | undefined> {
+    // The previous owner is read in the claim's own write transaction: no claimer can lease the
+    // job between that read and the update.
     return this.db
       .transaction(() => {
-        const candidate = this.s.phaseCandidate.get({ now, maxRunning: maxRunningPerAccount }) as { id: string } | undefined;
+        const candidate = this.s.phaseCandidate.get({ now, maxRunning: maxRunningPerAccount }) as { id: string; previousOwner: string | null } | undefined;
         if (!candidate) return undefined;
         this.s.takeJobLease.run({ id: candidate.id, owner, expires: now + leaseMs, now });
         const job = this.requireSync(candidate.id);
-        return { job, lease: { owner, epoch: job.leaseEpoch } };
+        return { job, lease: { owner, epoch: job.leaseEpoch }, ...previousOwner(candidate.previousOwner) };
       })
       .immediate();
   }
@@ -228,14 +230,14 @@ export class SqliteJobs implements JobsPort {
     this.s.releaseJobLease.run(jobId, lease.epoch);
   }
 
-  async acquireChunk(owner: string, now: number, leaseMs: number): Promise<{ chunk: ChunkRecord; lease: Lease } | undefined> {
+  async acquireChunk(owner: string, now: number, leaseMs: number): Promise<ChunkClaim | undefined> {
     return this.db
       .transaction(() => {
-        const candidate = this.s.chunkCandidate.get({ now }) as { jobId: string; chunkIndex: number } | undefined;
+        const candidate = this.s.chunkCandidate.get({ now }) as { jobId: string; chunkIndex: number; previousOwner: string | null } | undefined;
         if (!candidate) return undefined;
-        this.s.takeChunkLease.run({ ...candidate, owner, expires: now + leaseMs });
+        this.s.takeChunkLease.run({ jobId: candidate.jobId, chunkIndex: candidate.chunkIndex, owner, expires: now + leaseMs });
         const chunk = this.s.chunk.get(candidate.jobId, candidate.chunkIndex) as ChunkRecord;
-        return { chunk, lease: { owner, epoch: chunk.leaseEpoch } };
+        return { chunk, lease: { owner, epoch: chunk.leaseEpoch }, ...previousOwner(candidate.previousOwner) };
       })
       .immediate();
   }
@@ -505,3 +507,7 @@ function toJob(row: JobRow): JobRecord {
   };
 }
 
+/** A claim's `previousOwner`, present only when a run-out lease was still recorded. */
+function previousOwner(owner: string | null): { previousOwner?: string } {
+  return owner === null ? {} : { previousOwner: owner };
+}
