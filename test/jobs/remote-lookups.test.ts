@@ -372,19 +372,24 @@ describe('the single-lookup endpoints with remote providers', () => {
     const c = CASES.find((x) => x.kind === COMPANY_KIND)!;
     const { embedded, remote, sim } = await harnesses(c);
     const [a, b] = [await newAccount(embedded, { credits: 100 }), await newAccount(remote, { credits: 100 })];
-    // One word of many names: several candidates, each charged.
-    const agent = await post(embedded, a.key, '/api/agent/company', { query: 'Globex' });
+    // Only candidates that score at least the match threshold are returned, each charged; one word
+    // of many names (`Globex`) no longer is one, so the name is given whole.
+    const agent = await post(embedded, a.key, '/api/agent/company', { query: 'Globex Labs' });
     expect(agent.status).toBe(200);
-    expect(agent.body.total).toBeGreaterThan(1);
+    expect(agent.body.total).toBe(1);
     expect(agent.body.credits).toBe(agent.body.total);
-    expect(await post(remote, b.key, '/api/agent/company', { query: 'Globex' })).toEqual(agent);
+    expect(await post(remote, b.key, '/api/agent/company', { query: 'Globex Labs' })).toEqual(agent);
+    const vague = await post(embedded, a.key, '/api/agent/company', { query: 'Globex' });
+    expect(vague).toMatchObject({ status: 200, body: { total: 0, credits: 0 } });
+    expect(await post(remote, b.key, '/api/agent/company', { query: 'Globex' })).toEqual(vague);
 
     const queries = { queries: ['Acme Labs', 'https://www.wonkafoods.com/', 'Initec Systems', 'Nonexistent Widgets'] };
     const bulk = await post(embedded, a.key, '/api/bulk-company-search', queries);
-    expect(bulk).toMatchObject({ status: 200, body: { credits_used: 4 } });
+    // 1 credit per query answered with a company; the query with no confident match is free.
+    expect(bulk).toMatchObject({ status: 200, body: { credits_used: 3 } });
     expect((bulk.body.results as { company: unknown }[]).filter((r) => r.company !== null)).toHaveLength(3);
     expect(await post(remote, b.key, '/api/bulk-company-search', queries)).toEqual(bulk);
-    expect(sim.stats.keys).toBe(5);
+    expect(sim.stats.keys).toBe(6);
     expect((await remote.engine.deps.billing.requireAccount(b.id)).credits).toBe((await embedded.engine.deps.billing.requireAccount(a.id)).credits);
     expect(await c.held(remote.engine.deps.store)).toBe(0);
 
