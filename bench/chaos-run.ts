@@ -122,7 +122,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const began = performance.now();
   const log = (line: string): void => o.log?.(`${((performance.now() - began) / 1000).toFixed(1).padStart(6)} s  ${line}`);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-chaos-'));
-  const settings = chaosSettings(o.rows, o.chunks ?? 50);
+  // One seal key for the reference and the run under kills: it keys the billing cache, whose
+  // names `chargedKeys` compares between the two.
+  const settings: Settings = { ...chaosSettings(o.rows, o.chunks ?? 50), SLUICE_SEAL_KEY: sharedSealKey() };
   const rng = seededRandom(o.seed);
   try {
     const inputs = [path.join(work, 'big.csv'), ...Array.from({ length: o.sideJobs ?? 3 }, (_, i) => path.join(work, `side-${i + 1}.csv`))];

@@ -1,4 +1,5 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sealKeyFingerprint } from '../billing/billing-key.js';
 import { dataDirSecret } from './data-dir-secret.js';
 import { applyHeapGrowth } from './heap-growth.js';
 import fs from 'node:fs';
@@ -50,8 +51,12 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   // Every Sluice process opens its engine once, at start-up: the process is Sluice's own.
   applyHeapGrowth(config.heapGrowthPercent);
   fs.mkdirSync(config.dataDir, { recursive: true });
+  // Seals newly created API keys for the reveal window, and webhook secrets; never in the database.
+  // Known before the store opens: the billing cache's key names derive from it, and a migration
+  // hashes existing keys with it (src/billing/billing-key.ts).
+  const sealKey = Buffer.from(config.sealKey ?? dataDirSecret(config.dataDir, 'seal.key', () => randomBytes(32).toString('base64')), 'base64');
   const store = await openStore(
-    { dataDir: config.dataDir, sqlite: config.sqlite, databaseUrl: config.database.url, poolSize: config.database.poolSize },
+    { dataDir: config.dataDir, sqlite: config.sqlite, databaseUrl: config.database.url, poolSize: config.database.poolSize, sealKey },
     { jobEnded: jobEndEvent, jobPaused: jobPausedEvent },
   );
   const metrics = createMetrics({ jobCounts: () => jobCounts(store) });
@@ -78,8 +83,6 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     }),
     metrics,
   };
-  // Seals newly created API keys for the reveal window, and webhook secrets; never in the database.
-  const sealKey = Buffer.from(config.sealKey ?? dataDirSecret(config.dataDir, 'seal.key', () => randomBytes(32).toString('base64')), 'base64');
   await requireSharedSealKey(store, sealKey);
   const jobService = new JobService(deps);
   const webhooks = openWebhooks(config, store, sealKey, jobService, overrides);
@@ -143,7 +146,7 @@ function openProviders(config: Config, store: Store): { providers: Map<string, L
  * key) and any process with another key refuses to start, before it writes anything.
  */
 async function requireSharedSealKey(store: Store, sealKey: Buffer): Promise<void> {
-  const ours = createHmac('sha256', sealKey).update('sluice seal key fingerprint').digest('base64');
+  const ours = sealKeyFingerprint(sealKey);
   const recorded = await store.limits.updateShared('seal-key-fingerprint', (value) => ({ value: value ?? ours, result: value ?? ours }));
   if (recorded !== ours) {
     await store.close();

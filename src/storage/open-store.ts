@@ -11,10 +11,12 @@ export interface StoreOptions {
   databaseUrl: string | undefined;
   /** Connections in the PostgreSQL pool. */
   poolSize: number;
+  /** SLUICE_SEAL_KEY: names the billing cache's keys. Required on PostgreSQL; SQLite falls back to the data dir's seal.key. */
+  sealKey?: Buffer;
 }
 
 /** The adapter the configuration asks for. */
 export async function openStore(options: StoreOptions, hooks: StoreHooks): Promise<Store> {
-  if (options.databaseUrl !== undefined) return openPostgresStore({ url: options.databaseUrl, poolSize: options.poolSize }, hooks);
-  return openSqliteStore(path.join(options.dataDir, 'sluice.db'), options.sqlite, hooks);
+  if (options.databaseUrl !== undefined) return openPostgresStore({ url: options.databaseUrl, poolSize: options.poolSize, sealKey: options.sealKey }, hooks);
+  return openSqliteStore(path.join(options.dataDir, 'sluice.db'), { ...options.sqlite, sealKey: options.sealKey }, hooks);
 }

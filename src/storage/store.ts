@@ -282,8 +282,13 @@ export interface BillingPort {
   ledger(accountId: string): Promise<LedgerEntry[]>;
   /** Credits charged by a job, from its ledger lines. */
   chargeCountForJob(jobId: string): Promise<number>;
-  /** The keys a job paid for (those whose last charge was the job's), sorted. */
+  /**
+   * The keys a job paid for (those whose last charge was the job's), by the names the billing cache
+   * keeps instead of keys (`keyName`: the cache holds no plain key), sorted.
+   */
   chargedKeys(accountId: string, jobId: string): Promise<string[]>;
+  /** The billing cache's name for a key of a kind (hex of its keyed hash); a pure function of this deployment's seal key. */
+  keyName(kind: string, key: string): string;
   /** Keys this account paid for after `since`. A read; `commitBatch` checks again. */
   freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Promise<Set<string>>;
   /**

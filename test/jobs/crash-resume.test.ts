@@ -7,10 +7,12 @@ import { openStore } from '../../src/storage/open-store.js';
 import type { Store } from '../../src/storage/store.js';
 import { writeGenderCsv } from '../support/csv-fixture.js';
 import { exited, startWorker, waitFor } from '../support/child-worker.js';
-import { engineScope, openTestEngine, TEST_STORES, tempDir, type TestEngine } from '../support/test-engine.js';
+import { engineScope, openTestEngine, TEST_SEAL_KEY, TEST_STORES, tempDir, type TestEngine } from '../support/test-engine.js';
 import type { ChildProcess } from 'node:child_process';
 
-const ENV = { SLUICE_CHUNK_ROWS: '1000', SLUICE_BATCH_ROWS: '50', SLUICE_LEASE_SECONDS: '2', SLUICE_WORKER_CONCURRENCY: '2' };
+// One seal key for the reference and the crashed run: the keys paid for are compared by their
+// billing-cache names, which are keyed by it (src/billing/billing-key.ts).
+const ENV = { SLUICE_CHUNK_ROWS: '1000', SLUICE_BATCH_ROWS: '50', SLUICE_LEASE_SECONDS: '2', SLUICE_WORKER_CONCURRENCY: '2', SLUICE_SEAL_KEY: TEST_SEAL_KEY };
 const ROWS = 12_000;
 
 /** What the account paid for: which keys, and the ledger's charge lines (one per batch). */
@@ -49,7 +51,8 @@ describe.each(TEST_STORES)('a job killed with SIGKILL and resumed, on %s', (stor
     const job = await crashed.jobService.submit({ accountId: account.id, type: 'gender', body: fs.createReadStream(input), inputName: 'in.csv', options: {} });
     await crashed.close();
     const { config } = crashed;
-    const watch = await openStore({ dataDir: config.dataDir, sqlite: config.sqlite, databaseUrl: config.database.url, poolSize: 1 }, { jobEnded: jobEndEvent });
+    const sealKey = config.sealKey === undefined ? undefined : Buffer.from(config.sealKey, 'base64');
+    const watch = await openStore({ dataDir: config.dataDir, sqlite: config.sqlite, databaseUrl: config.database.url, poolSize: 1, sealKey }, { jobEnded: jobEndEvent });
     watchers.push(watch);
     const progress = () => watch.jobs.require(job.id);
 

@@ -4,6 +4,7 @@ import { ERROR_CODES } from '../../src/shared/errors.js';
 import { closeHarnesses, json, newAccount, openApiHarness, runUntilDone, streamToBuffer, uploadCsv, type ApiHarness } from '../support/api-harness.js';
 import { removeScratchDirs, scratchDir } from '../support/cli-process.js';
 import { parseCsv } from '../support/csv-fixture.js';
+import { TEST_SEAL_KEY } from '../support/test-engine.js';
 
 afterEach(async () => {
   await closeHarnesses();
@@ -12,7 +13,8 @@ afterEach(async () => {
 
 /** Rows of 400 cells (about 5 KB of chunk data each), every seventh of 1,200 cells, some addresses repeated. */
 const ROWS = 120;
-const ENV = { SLUICE_BATCH_BYTES: String(16 * 1024), SLUICE_CHUNK_BYTES: String(64 * 1024), SLUICE_MAX_CELLS_PER_ROW: '1000' };
+// One seal key for the reference and the resumed run: keys paid for are compared by their billing-cache names, keyed by it.
+const ENV = { SLUICE_BATCH_BYTES: String(16 * 1024), SLUICE_CHUNK_BYTES: String(64 * 1024), SLUICE_MAX_CELLS_PER_ROW: '1000', SLUICE_SEAL_KEY: TEST_SEAL_KEY };
 const header = ['email', ...Array.from({ length: 399 }, (_, c) => `c${c + 2}`)];
 const rows = Array.from({ length: ROWS }, (_, i) => [`person${i % 97}@example.com`, ...Array.from({ length: (i % 7 === 6 ? 1_200 : 400) - 1 }, (_, c) => `w${(i * c) % 10}xxxxxx`)]);
 const INPUT = [header, ...rows].map((r) => r.join(',')).join('\n') + '\n';

@@ -6,7 +6,7 @@ import { startProviderSimulator } from '../../src/lookups/remote/provider-simula
 import { STORE_KINDS } from '../../src/storage/store.js';
 import { cliEnv, queueJob, scratchDir, spawnCli, workerReady } from '../support/cli-process.js';
 import { writeGenderCsv } from '../support/csv-fixture.js';
-import { storeEnv, tempDir, TEST_STORES } from '../support/test-engine.js';
+import { storeEnv, tempDir, TEST_SEAL_KEY, TEST_STORES } from '../support/test-engine.js';
 import {
   cleanRun,
   cleanRunMeanwhile,
@@ -37,7 +37,8 @@ describe.each(TEST_STORES)('when the object store stops in the middle of a job a
   const scope = reliabilityScope(store);
   // Many small chunks: every chunk start reads an object and every chunk end writes two, so an
   // outage of a few seconds meets the job whichever chunk it is on.
-  const ENV = { SLUICE_CHUNK_ROWS: '700', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2' };
+  // One seal key for the clean run and the tested ones: keys paid for are compared by their billing-cache names, keyed by it.
+  const ENV = { SLUICE_CHUNK_ROWS: '700', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2', SLUICE_SEAL_KEY: TEST_SEAL_KEY };
   const ROWS = 7_000;
   // Chunk retries back off 0.5, 1, 2, 4 s...: a longer outage mostly adds waiting after it.
   const DOWN_MS = 2_000;
@@ -95,7 +96,8 @@ const RETRY_MESSAGES = new Set([
 
 describe.each(TEST_STORES)('when the database is locked by another process or cannot be reached, on %s', (store) => {
   const scope = reliabilityScope(store);
-  const ENV = { SLUICE_CHUNK_ROWS: '2000', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2' };
+  // One seal key for the clean run and the tested ones: keys paid for are compared by their billing-cache names, keyed by it.
+  const ENV = { SLUICE_CHUNK_ROWS: '2000', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2', SLUICE_SEAL_KEY: TEST_SEAL_KEY };
   const ROWS = 8_000;
   const LOCK_MS = 1_500;
   let shared: string;
@@ -211,7 +213,8 @@ describe.each(TEST_STORES)('when the remote lookup provider goes down for a whil
   // The embedded engine cannot be taken away from a worker process, so the worker asks a remote
   // service (SLUICE_GENDER_PROVIDER_URL) whose port the test closes: connections are refused and
   // the open ones cut, as when the service crashes. It answers as the embedded engine does.
-  const ENV = { SLUICE_CHUNK_ROWS: '700', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2', SLUICE_PROVIDER_RETRY_SECONDS: '1', SLUICE_PROVIDER_TIMEOUT_MS: '2000' };
+  // One seal key for the clean run and the tested ones: keys paid for are compared by their billing-cache names, keyed by it.
+  const ENV = { SLUICE_CHUNK_ROWS: '700', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2', SLUICE_PROVIDER_RETRY_SECONDS: '1', SLUICE_PROVIDER_TIMEOUT_MS: '2000', SLUICE_SEAL_KEY: TEST_SEAL_KEY };
   const ROWS = 5_000;
   // Longer than lookupBatch tries a key (8 tries, waits doubling up to 2 s: about 7 s at most),
   // so that the outage outlasts a batch's retries and the job pauses instead of waiting inside it.

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliEnv, scratchDir, spawnCli, workerReady, type CliChild } from '../support/cli-process.js';
 import { resultRecords, writeGenderCsv } from '../support/csv-fixture.js';
-import { openTestEngine, TEST_STORES } from '../support/test-engine.js';
+import { openTestEngine, TEST_SEAL_KEY, TEST_STORES } from '../support/test-engine.js';
 import {
   cleanRun,
   cleanRuns,
@@ -31,7 +31,8 @@ describe.each(TEST_STORES)('a worker frozen past its lease while another worker 
   // the worker that takes it over is still in the middle of it when the first one wakes. The freeze
   // lands some batches after it is asked for, more of them on a loaded machine, so chunk 0 keeps
   // 7,000 rows after the point where it is asked for.
-  const ENV = { SLUICE_CHUNK_ROWS: '8000', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20', SLUICE_LEASE_SECONDS: '2', SLUICE_WORKER_CONCURRENCY: '2' };
+  // One seal key for the clean run and the raced ones: keys paid for are compared by their billing-cache names, keyed by it.
+  const ENV = { SLUICE_CHUNK_ROWS: '8000', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20', SLUICE_LEASE_SECONDS: '2', SLUICE_WORKER_CONCURRENCY: '2', SLUICE_SEAL_KEY: TEST_SEAL_KEY };
   const ROWS = 16_000;
 
   it('has its late commit refused when it wakes (SIGSTOP, then SIGCONT): files, keys paid for, ledger and balance equal an uninterrupted run', async () => {
@@ -81,7 +82,8 @@ describe.each(TEST_STORES)('a worker frozen past its lease while another worker 
 
 describe.each(TEST_STORES)('many jobs of one account with a small balance, in several worker processes, on %s', (store) => {
   const scope = reliabilityScope(store);
-  const ENV = { SLUICE_CHUNK_ROWS: '300', SLUICE_BATCH_ROWS: '50', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2' };
+  // One seal key for the clean runs and the raced ones: keys paid for are compared by their billing-cache names, keyed by it.
+  const ENV = { SLUICE_CHUNK_ROWS: '300', SLUICE_BATCH_ROWS: '50', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2', SLUICE_SEAL_KEY: TEST_SEAL_KEY };
   const JOBS = 4;
   const ROWS = 1_000;
   const WORKERS = 3;

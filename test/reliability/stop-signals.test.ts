@@ -6,7 +6,7 @@ import { startServe } from '../support/api-serve.js';
 import { waitFor } from '../support/child-worker.js';
 import { cliEnv, DbPeek, exitWithin, killChildren, queueJob, removeScratchDirs, scratchDir, spawnCli, type CliChild } from '../support/cli-process.js';
 import { writeGenderCsv } from '../support/csv-fixture.js';
-import { openTestEngine, type TestEngine } from '../support/test-engine.js';
+import { openTestEngine, TEST_SEAL_KEY, type TestEngine } from '../support/test-engine.js';
 import { cleanRunMeanwhile, dbFileOf, expectSameOutcome, jobEnd, jobOutcome, type JobOutcome } from './reliability-support.js';
 
 /**
@@ -27,7 +27,8 @@ afterEach(async () => {
 });
 
 /** Chunks much longer than batches, so that a stop lands in the middle of chunks, not between them. */
-const ENV = { SLUICE_BATCH_ROWS: '200', SLUICE_CHUNK_ROWS: '5000', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2' };
+// One seal key for the clean run and the tested ones: keys paid for are compared by their billing-cache names, keyed by it.
+const ENV = { SLUICE_BATCH_ROWS: '200', SLUICE_CHUNK_ROWS: '5000', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2', SLUICE_SEAL_KEY: TEST_SEAL_KEY };
 const ROWS = 10_000;
 const GRANT = 100_000;
 /** Docker's and systemd's usual grace before SIGKILL is 10 s or more. */

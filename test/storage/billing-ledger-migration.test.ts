@@ -3,14 +3,16 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BillingKeys } from '../../src/billing/billing-key.js';
 import { chargeLedgerId } from '../../src/storage/ledger-ids.js';
 import { migrationFiles } from '../../src/storage/migration-files.js';
-import { migrate, type Db } from '../../src/storage/sqlite/open-database.js';
+import { migrate, registerBillingHash, type Db } from '../../src/storage/sqlite/open-database.js';
 import { SqliteBilling } from '../../src/storage/sqlite/sqlite-billing.js';
 import { SqliteOutbox } from '../../src/storage/sqlite/sqlite-outbox.js';
 import { SqliteResults } from '../../src/storage/sqlite/sqlite-results.js';
 
 const MIGRATIONS = migrationFiles(new URL('../../src/storage/sqlite/migrations/', import.meta.url));
+const NAMES = new BillingKeys(Buffer.alloc(32, 7));
 
 let dir: string;
 let db: Db;
@@ -47,7 +49,8 @@ describe('migration 009: billing rows name their ledger line by seq', () => {
     // A row whose ledger line is missing must not vanish: its key would be billable again.
     row.run('orphan@x.io', 3, 'chg_missing');
 
-    migrate(db, MIGRATIONS);
+    // Up to 016: the rows as 009 left them, before 017 hashed their keys.
+    migrate(db, MIGRATIONS.filter((f) => f.version < 17));
 
     const ledger = db.prepare('SELECT seq, id, delta FROM ledger ORDER BY seq').all() as { seq: number; id: string; delta: number }[];
     expect(ledger.map((l) => [l.id, l.delta])).toEqual([['crd_grant', 12], [first, -2], [second, -1]]);
@@ -60,9 +63,12 @@ describe('migration 009: billing rows name their ledger line by seq', () => {
       { key: 'orphan@x.io', chargedAt: 3, ledgerSeq: 0 },
     ]);
 
-    const billing = new SqliteBilling(db, new SqliteResults(db), new SqliteOutbox(db));
-    expect(await billing.chargedKeys('acc_1', 'job_a')).toEqual(['a@x.io', 'b@x.io']);
-    expect(await billing.chargedKeys('acc_1', 'job_b')).toEqual(['c@x.io']);
+    registerBillingHash(db, NAMES);
+    migrate(db, MIGRATIONS);
+    const billing = new SqliteBilling(db, new SqliteResults(db), new SqliteOutbox(db), NAMES);
+    const names = (keys: string[]) => keys.map((k) => NAMES.name('gender', k)).sort();
+    expect(await billing.chargedKeys('acc_1', 'job_a')).toEqual(names(['a@x.io', 'b@x.io']));
+    expect(await billing.chargedKeys('acc_1', 'job_b')).toEqual(names(['c@x.io']));
     expect(await billing.freshlyBilled('acc_1', 'gender', ['a@x.io', 'orphan@x.io', 'new@x.io'], 0)).toEqual(new Set(['a@x.io', 'orphan@x.io']));
     // job_a's batch 0:0 again: its line's id exists, so the ledger refuses it and nothing is spent.
     const charge = (jobId: string, now: number) => () =>
@@ -74,7 +80,7 @@ describe('migration 009: billing rows name their ledger line by seq', () => {
     // A new charge gets a line of its own, and its billing row names that line's seq.
     expect(charge('job_c', 5)()).toEqual({ ok: true });
     expect((await billing.requireAccount('acc_1')).credits).toBe(9);
-    expect(await billing.chargedKeys('acc_1', 'job_c')).toEqual(['new@x.io']);
-    expect(db.prepare("SELECT l.id FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.lookup_key = 'new@x.io'").get()).toEqual({ id: chargeLedgerId('acc_1', 'job_c', '0:0') });
+    expect(await billing.chargedKeys('acc_1', 'job_c')).toEqual(names(['new@x.io']));
+    expect(db.prepare('SELECT l.id FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.key_hash = ?').get(NAMES.hash('gender', 'new@x.io'))).toEqual({ id: chargeLedgerId('acc_1', 'job_c', '0:0') });
   });
 });

@@ -8,6 +8,11 @@ import { PgResults } from '../../src/storage/postgres/pg-results.js';
 import { openPostgresStore } from '../../src/storage/postgres/pg-store.js';
 import type { BatchCommit, LookupCommit, StoreHooks } from '../../src/storage/store.js';
 import { freshDatabase, poolScope, postgresServerUrl } from '../support/postgres-database.js';
+import { BillingKeys } from '../../src/billing/billing-key.js';
+import { TEST_SEAL_KEY } from '../support/test-engine.js';
+
+const SEAL_KEY = Buffer.from(TEST_SEAL_KEY, 'base64');
+const NAMES = new BillingKeys(SEAL_KEY);
 
 const NOW = 1_700_000_000_000;
 const LEASE_MS = 60_000;
@@ -36,7 +41,7 @@ afterEach(() => scope.closeAll());
 /** A migrated database of the test's own, and `stores` independent pools on it, as separate processes would have. */
 async function openCores(stores = 1): Promise<Core[]> {
   const { pools } = await scope.open('pg_core', stores);
-  return pools.map((db) => ({ db, jobs: new PgJobs(db, hooks), billing: new PgBilling(db), results: new PgResults(db) }));
+  return pools.map((db) => ({ db, jobs: new PgJobs(db, hooks, NAMES), billing: new PgBilling(db, NAMES), results: new PgResults(db) }));
 }
 
 /** A job split into `chunks` chunks of `rowsPerChunk` rows, running in its process phase. */
@@ -188,7 +193,7 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL core adapter: jobs, billing an
 
       expect(result).toEqual({ ok: true, paused: false, failed: false });
       expect((await s!.billing.requireAccount('acc_1')).credits).toBe(7);
-      expect(await s!.billing.chargedKeys('acc_1', 'job_1')).toEqual(['a@x.io', 'b@x.io', 'c@x.io']);
+      expect(await s!.billing.chargedKeys('acc_1', 'job_1')).toEqual(['a@x.io', 'b@x.io', 'c@x.io'].map((k) => NAMES.name('gender', k)).sort());
       expect(await s!.billing.chargeCountForJob('job_1')).toBe(3);
       expect((await s!.jobs.chunk('job_1', 0))!.cursor).toBe(3);
       expect(await reserved(s!, 'job_1')).toBe(0);
@@ -549,7 +554,7 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL core adapter: jobs, billing an
       expect(results.map((r) => (r.ok ? r.credits : -1)).sort()).toEqual([0, 0, 0, 0, 0, 1]);
       expect((await a!.billing.requireAccount('acc_1')).credits).toBe(9);
       expect(await a!.billing.freshlyBilled('acc_1', 'gender', ['ann@x.io', 'bob@x.io'], SINCE)).toEqual(new Set(['ann@x.io']));
-      expect(await a!.billing.chargedKeys('acc_1', 'single')).toEqual(['ann@x.io']);
+      expect(await a!.billing.chargedKeys('acc_1', 'single')).toEqual([NAMES.name('gender', 'ann@x.io')]);
     });
 
     it('a flat charge the balance cannot cover writes nothing', async () => {
@@ -569,7 +574,7 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL core adapter: jobs, billing an
   describe('the composed store', () => {
     it('migrates on open, answers ping on one pool, and refuses queries once closed', async () => {
       const database = scope.database(await freshDatabase('pg_core'));
-      const store = await openPostgresStore({ url: database.url, poolSize: 3 }, hooks);
+      const store = await openPostgresStore({ url: database.url, poolSize: 3, sealKey: SEAL_KEY }, hooks);
       let closed = false;
       try {
         expect(store.kind).toBe('postgres');
@@ -587,14 +592,14 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL core adapter: jobs, billing an
         if (!closed) await store.close();
       }
       // A second open of a migrated database applies nothing again.
-      const again = await openPostgresStore({ url: database.url, poolSize: 1 }, hooks);
+      const again = await openPostgresStore({ url: database.url, poolSize: 1, sealKey: SEAL_KEY }, hooks);
       expect((await again.billing.requireAccount('acc_1')).credits).toBe(3);
       await again.close();
     });
 
     it('a single lookup\'s event is queued only for an account with an active webhook that subscribes to it', async () => {
       const database = scope.database(await freshDatabase('pg_core'));
-      const store = await openPostgresStore({ url: database.url, poolSize: 3 }, hooks);
+      const store = await openPostgresStore({ url: database.url, poolSize: 3, sealKey: SEAL_KEY }, hooks);
       try {
         for (const acc of ['acc_hooked', 'acc_plain', 'acc_paused', 'acc_other']) await store.billing.createAccount({ id: acc, credits: 5, now: NOW });
         const webhook = (id: string, accountId: string, events: string[], isActive: boolean) =>

@@ -9,6 +9,8 @@ import { PgIdempotency } from '../../src/storage/postgres/pg-idempotency.js';
 import { PgKeys } from '../../src/storage/postgres/pg-keys.js';
 import { PgWebhooks } from '../../src/storage/postgres/pg-webhooks.js';
 import { poolScope, postgresServerUrl } from '../support/postgres-database.js';
+import { BillingKeys } from '../../src/billing/billing-key.js';
+import { TEST_SEAL_KEY } from '../support/test-engine.js';
 
 const NOW = 1_700_000_000_000;
 const CLAIM_MS = 30_000;
@@ -41,7 +43,7 @@ async function openPeers(count: number): Promise<{ url: string; peers: Peer[] }>
     deliveries: new PgDeliveries(db),
     idempotency: new PgIdempotency(db),
     keys: new PgKeys(db),
-    billing: new PgBilling(db),
+    billing: new PgBilling(db, new BillingKeys(Buffer.from(TEST_SEAL_KEY, 'base64'))),
   }));
   return { url, peers };
 }

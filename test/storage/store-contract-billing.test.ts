@@ -4,6 +4,7 @@ import type { OutboxEvent } from '../../src/storage/records.js';
 import type { LookupCommit, Store } from '../../src/storage/store.js';
 import { TEST_STORES } from '../support/test-engine.js';
 import { batch, claimChunk, DAY_MS, newAccount, NOW, openTestStore, processingJob, SINCE, subscribe, type TestStore } from '../support/test-store.js';
+import { paidNames } from '../support/billing-names.js';
 
 describe.each(TEST_STORES)('Store contract on %s: billing', (kind) => {
   let opened: TestStore;
@@ -84,20 +85,20 @@ describe.each(TEST_STORES)('Store contract on %s: billing', (kind) => {
       expect((await store.billing.requireAccount('acc_1')).credits).toBe(18);
     });
 
-    it("names the keys a job paid for, sorted by code point: those whose last charge was the job's", async () => {
+    it("names the keys a job paid for (by their billing-cache names), sorted: those whose last charge was the job's", async () => {
       const account = await newAccount(store, 20);
       const first = await processingJob(store, account.id, 'job_1', [5]);
       const lease = await claimChunk(store, first.id, 0);
       await store.jobs.commitBatch(batch({ jobId: first.id, accountId: account.id, chunkIndex: 0, lease, cursor: 0, rows: 3 }, { charges: { keys: [['b@x.com', 'a@x.com', 'C@x.com', 'é@x.com']] } }));
-      expect(await store.billing.chargedKeys(account.id, first.id)).toEqual(['C@x.com', 'a@x.com', 'b@x.com', 'é@x.com']);
+      expect(await store.billing.chargedKeys(account.id, first.id)).toEqual(paidNames(store, 'gender', ['C@x.com', 'a@x.com', 'b@x.com', 'é@x.com']));
       // Outside the window a@x.com is charged again, by the second job, which now holds it.
       await store.jobs.transition(first.id, 'cancelled', { now: NOW + 1 });
       const later = NOW + 200 * DAY_MS;
       const second = await processingJob(store, account.id, 'job_2', [5], later);
       const lease2 = await claimChunk(store, second.id, 0, 'worker-b', later);
       await store.jobs.commitBatch(batch({ jobId: second.id, accountId: account.id, chunkIndex: 0, lease: lease2, cursor: 0, rows: 1 }, { charges: { keys: [['a@x.com']], since: later - 180 * DAY_MS }, now: later }));
-      expect(await store.billing.chargedKeys(account.id, first.id)).toEqual(['C@x.com', 'b@x.com', 'é@x.com']);
-      expect(await store.billing.chargedKeys(account.id, second.id)).toEqual(['a@x.com']);
+      expect(await store.billing.chargedKeys(account.id, first.id)).toEqual(paidNames(store, 'gender', ['C@x.com', 'b@x.com', 'é@x.com']));
+      expect(await store.billing.chargedKeys(account.id, second.id)).toEqual(paidNames(store, 'gender', ['a@x.com']));
       expect(await store.billing.chargeCountForJob(first.id)).toBe(4);
       expect(await store.billing.chargeCountForJob(second.id)).toBe(1);
       expect(await store.billing.chargeCountForJob('job_none')).toBe(0);

@@ -3,6 +3,7 @@ import type { JobRecord, Lease } from '../../src/storage/job-records.js';
 import type { BatchCommit, BatchCommitResult, Store } from '../../src/storage/store.js';
 import { TEST_STORES } from '../support/test-engine.js';
 import { batch, claimChunk, LEASE_MS, newAccount, newJob, NOW, openTestStore, outputText, processingJob, subscribe, type TestStore } from '../support/test-store.js';
+import { paidNames } from '../support/billing-names.js';
 
 /** Rounds per race: each is one chance for a missing lock to show; the assertions hold in every one. */
 const ROUNDS = 20;
@@ -151,7 +152,7 @@ describe.each(TEST_STORES)('Store contract on %s: races between two processes', 
       expect(await store.jobs.chunk(job.id, 0)).toMatchObject({ cursor: taken.cursor + 2, leaseEpoch: old.epoch + 1 });
       const rows = Array.from({ length: taken.cursor + 2 }, (_, i) => `0:r${i}\r\n`).join('');
       expect(await outputText(store, job.id, 0)).toBe(rows);
-      expect(await store.billing.chargedKeys(account.id, job.id)).toEqual([`first_${round}`, ...(lateWon ? [`late_${round}`] : []), `new_${round}`].sort());
+      expect(await store.billing.chargedKeys(account.id, job.id)).toEqual(paidNames(store, 'gender', [`first_${round}`, ...(lateWon ? [`late_${round}`] : []), `new_${round}`]));
       expect((await store.billing.requireAccount(account.id)).credits).toBe(credits - (lateWon ? 2 : 1));
 
       // Now the takeover has happened for certain: the old holder's commit is refused and writes nothing.
@@ -234,7 +235,7 @@ describe.each(TEST_STORES)('Store contract on %s: races between two processes', 
       expect(charges.map((l) => l.jobId).sort()).toEqual(paid.map((j) => jobs[j]!.id).sort());
       for (const [j, job] of jobs.entries()) {
         expect(await store.jobs.chunk(job.id, 0)).toMatchObject({ cursor: paid.includes(j) ? BATCH : 0 });
-        expect(await store.billing.chargedKeys(account.id, job.id)).toEqual(paid.includes(j) ? keys(j) : []);
+        expect(await store.billing.chargedKeys(account.id, job.id)).toEqual(paid.includes(j) ? paidNames(store, 'gender', keys(j)) : []);
       }
       await cancel(...jobs.map((j) => j.id));
     }

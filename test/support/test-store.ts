@@ -10,7 +10,7 @@ import type { BatchOutput, JobOptions, JobRecord, Lease, RowCounters } from '../
 import type { Account, NewWebhookRow } from '../../src/storage/records.js';
 import { STORE_KINDS, type BatchCommit, type Store, type StoreHooks, type StoreKind } from '../../src/storage/store.js';
 import { freshDatabase } from './postgres-database.js';
-import { REPO_ROOT, tempDir } from './test-engine.js';
+import { REPO_ROOT, TEST_SEAL_KEY, tempDir } from './test-engine.js';
 
 /** The real end event, so that what a test reads back is what the sender would post. */
 export const TEST_HOOKS: StoreHooks = { jobEnded: jobEndEvent, jobPaused: jobPausedEvent };
@@ -59,7 +59,7 @@ async function openPostgres(): Promise<TestStore> {
   const database = await freshDatabase('store_contract');
   const stores: Store[] = [];
   const open = async () => {
-    const store = await openPostgresStore({ url: database.url, poolSize: PG_POOL_SIZE }, TEST_HOOKS);
+    const store = await openPostgresStore({ url: database.url, poolSize: PG_POOL_SIZE, sealKey: Buffer.from(TEST_SEAL_KEY, 'base64') }, TEST_HOOKS);
     stores.push(store);
     return store;
   };

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { BillingKeys } from '../../billing/billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { creditLedgerId } from '../ledger-ids.js';
 import { JOB_STATUSES } from '../job-states.js';
@@ -19,7 +20,11 @@ export class PgBilling implements BillingPort {
   /** Account ids never change their seq, so the mapping can be kept for the process's life. */
   private readonly seqs = new Map<string, number>();
 
-  constructor(private readonly db: PgDatabase) {}
+  constructor(
+    private readonly db: PgDatabase,
+    /** The one place keys become billing-cache names; the cache holds no plain key. */
+    private readonly names: BillingKeys,
+  ) {}
 
   async createAccount(input: { id?: string; email?: string | null; passwordHash?: string | null; credits: number; now: number }): Promise<Account> {
     const id = input.id ?? `acc_${randomUUID()}`;
@@ -122,20 +127,27 @@ export class PgBilling implements BillingPort {
   }
 
   async chargedKeys(accountId: string, jobId: string): Promise<string[]> {
-    const { rows } = await this.db.query<{ key: string }>(
-      'SELECT b.lookup_key AS key FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.account_seq = $1 AND l.job_id = $2 ORDER BY b.lookup_key COLLATE "C"',
+    const { rows } = await this.db.query<{ name: string }>(
+      "SELECT encode(b.key_hash, 'hex') AS name FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.account_seq = $1 AND l.job_id = $2 ORDER BY b.key_hash",
       [await this.seq(accountId), jobId],
     );
-    return rows.map((r) => r.key);
+    return rows.map((r) => r.name);
+  }
+
+  keyName(kind: string, key: string): string {
+    return this.names.name(kind, key);
   }
 
   async freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Promise<Set<string>> {
     if (keys.length === 0) return new Set();
-    const { rows } = await this.db.query<{ key: string }>(
-      'SELECT lookup_key AS key FROM billing_cache WHERE account_seq = $1 AND kind = $2 AND lookup_key = ANY($3::text[]) AND charged_at > $4',
-      [await this.seq(accountId), kind, keys, since],
+    // Positions in the list: the cache holds keyed hashes, never keys.
+    const { rows } = await this.db.query<{ i: number }>(
+      `SELECT t.i::int AS i FROM unnest($3::bytea[]) WITH ORDINALITY AS t(key_hash, i)
+         JOIN billing_cache b ON b.account_seq = $1 AND b.kind = $2 AND b.key_hash = t.key_hash
+        WHERE b.charged_at > $4`,
+      [await this.seq(accountId), kind, keys.map((key) => this.names.hash(kind, key)), since],
     );
-    return new Set(rows.map((r) => r.key));
+    return new Set(rows.map((r) => keys[r.i - 1]!));
   }
 
   /**
@@ -185,7 +197,7 @@ export class PgBilling implements BillingPort {
   }
 
   commitLookup(input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }> {
-    return commitLookup(this.db, input);
+    return commitLookup(this.db, this.names, input);
   }
 
   private async seq(accountId: string): Promise<number> {

@@ -1,3 +1,4 @@
+import type { BillingKeys } from '../../billing/billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import type { PgQueryable } from './pg-database.js';
 import type { LedgerEntry } from '../records.js';
@@ -32,33 +33,41 @@ export async function spendable(tx: PgQueryable, accountId: string, credits: num
   return credits - rows[0]!.n;
 }
 
-/** Per kind index, which of its keys the account paid for after `since`. One query for every kind. */
+/**
+ * Per kind index, which of its keys the account paid for after `since`. One query for every kind.
+ * The cache holds keyed hashes (`names`), never keys: the answer is positions in the list given.
+ */
 export async function billedAfter(
   tx: PgQueryable,
+  names: BillingKeys,
   accountSeq: number,
   kinds: readonly string[],
   keys: readonly (readonly string[])[],
   since: number,
 ): Promise<Set<string>[]> {
   const pairKinds: string[] = [];
+  const pairHashes: Buffer[] = [];
   const pairKeys: string[] = [];
+  const pairIndex: number[] = [];
   kinds.forEach((kind, k) => {
     for (const key of keys[k] ?? []) {
+      pairIndex.push(k);
       pairKinds.push(kind);
+      pairHashes.push(names.hash(kind, key));
       pairKeys.push(key);
     }
   });
-  const found = new Set<string>();
+  const billed = kinds.map(() => new Set<string>());
   if (pairKeys.length > 0) {
-    const { rows } = await tx.query<{ kind: string; key: string }>(
-      `SELECT b.kind, b.lookup_key AS key FROM unnest($2::text[], $3::text[]) AS t(kind, key)
-         JOIN billing_cache b ON b.account_seq = $1 AND b.kind = t.kind AND b.lookup_key = t.key
+    const { rows } = await tx.query<{ i: number }>(
+      `SELECT t.i::int AS i FROM unnest($2::text[], $3::bytea[]) WITH ORDINALITY AS t(kind, key_hash, i)
+         JOIN billing_cache b ON b.account_seq = $1 AND b.kind = t.kind AND b.key_hash = t.key_hash
         WHERE b.charged_at > $4`,
-      [accountSeq, pairKinds, pairKeys, since],
+      [accountSeq, pairKinds, pairHashes, since],
     );
-    for (const row of rows) found.add(`${row.kind}\0${row.key}`);
+    for (const { i } of rows) billed[pairIndex[i - 1]!]!.add(pairKeys[i - 1]!);
   }
-  return kinds.map((kind, k) => new Set((keys[k] ?? []).filter((key) => found.has(`${kind}\0${key}`))));
+  return billed;
 }
 
 /** Takes `amount` from a balance the caller has locked and checked; it cannot fail then. */
@@ -85,15 +94,21 @@ export async function insertLedgerLine(tx: PgQueryable, line: LedgerLine): Promi
  * One (kind, key) given twice keeps the last line, as one upsert after the other would; a
  * statement that touched the row twice would fail instead.
  */
-export async function recordBilled(tx: PgQueryable, accountSeq: number, billed: readonly { kind: string; key: string; ledgerSeq: number }[], now: number): Promise<void> {
+export async function recordBilled(
+  tx: PgQueryable,
+  names: BillingKeys,
+  accountSeq: number,
+  billed: readonly { kind: string; key: string; ledgerSeq: number }[],
+  now: number,
+): Promise<void> {
   if (billed.length === 0) return;
   const last = new Map<string, { kind: string; key: string; ledgerSeq: number }>();
   for (const b of billed) last.set(`${b.kind}\0${b.key}`, b);
   const rows = [...last.values()];
   await tx.query(
-    `INSERT INTO billing_cache (account_seq, kind, lookup_key, charged_at, ledger_seq)
-     SELECT $1, t.kind, t.key, $2, t.ledger_seq FROM unnest($3::text[], $4::text[], $5::bigint[]) AS t(kind, key, ledger_seq)
-     ON CONFLICT (account_seq, kind, lookup_key) DO UPDATE SET charged_at = EXCLUDED.charged_at, ledger_seq = EXCLUDED.ledger_seq`,
-    [accountSeq, now, rows.map((r) => r.kind), rows.map((r) => r.key), rows.map((r) => r.ledgerSeq)],
+    `INSERT INTO billing_cache (account_seq, kind, key_hash, charged_at, ledger_seq)
+     SELECT $1, t.kind, t.key_hash, $2, t.ledger_seq FROM unnest($3::text[], $4::bytea[], $5::bigint[]) AS t(kind, key_hash, ledger_seq)
+     ON CONFLICT (account_seq, kind, key_hash) DO UPDATE SET charged_at = EXCLUDED.charged_at, ledger_seq = EXCLUDED.ledger_seq`,
+    [accountSeq, now, rows.map((r) => r.kind), rows.map((r) => names.hash(r.kind, r.key)), rows.map((r) => r.ledgerSeq)],
   );
 }

@@ -1,3 +1,4 @@
+import type { BillingKeys } from '../../billing/billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { JOB_STATUSES, PAUSE_REASONS } from '../job-states.js';
 import { chargeLedgerId } from '../ledger-ids.js';
@@ -23,9 +24,9 @@ class ChargesRefused extends Error {
  * the debit see no concurrent charge. Locks are taken chunk, account, job, reservations, the order
  * `transition` and `reserve` respect, so no two of these wait on each other in a circle.
  */
-export async function commitBatch(db: PgDatabase, hooks: StoreHooks, input: BatchCommit): Promise<BatchCommitResult> {
+export async function commitBatch(db: PgDatabase, hooks: StoreHooks, names: BillingKeys, input: BatchCommit): Promise<BatchCommitResult> {
   try {
-    return await db.transaction((tx) => commitIn(tx, hooks, input));
+    return await db.transaction((tx) => commitIn(tx, hooks, names, input));
   } catch (error) {
     if (error instanceof ChargesRefused) return error.result;
     if (!(error instanceof JobStopped)) throw error;
@@ -39,7 +40,7 @@ export async function commitBatch(db: PgDatabase, hooks: StoreHooks, input: Batc
 /** Thrown inside the transaction to roll it back when the job is paused or cancelled. */
 class JobStopped extends Error {}
 
-async function commitIn(tx: PgQueryable, hooks: StoreHooks, input: BatchCommit): Promise<BatchCommitResult> {
+async function commitIn(tx: PgQueryable, hooks: StoreHooks, names: BillingKeys, input: BatchCommit): Promise<BatchCommitResult> {
   const { jobId, chunkIndex, rows, now } = input;
   // Fenced even when no row commits: a worker that lost its lease must not pause the job either.
   const fenced = await tx.query(
@@ -52,7 +53,7 @@ async function commitIn(tx: PgQueryable, hooks: StoreHooks, input: BatchCommit):
   // keeps), so that a pause or cancel cannot land between this check and the commit.
   const job = (await lockJob(tx, jobId))!;
   if (job.status === JOB_STATUSES.paused || job.status === JOB_STATUSES.cancelled) throw new JobStopped();
-  await charge(tx, input);
+  await charge(tx, names, input);
   await putResults(tx, input.cache, now);
   if (rows > 0) {
     await tx.query(
@@ -108,7 +109,7 @@ async function commitIn(tx: PgQueryable, hooks: StoreHooks, input: BatchCommit):
  * of the account) or the balance cannot cover them: the caller plans again with what is true now.
  * One ledger line per kind, its id derived from the batch, so a replay collides on it.
  */
-async function charge(tx: PgQueryable, input: BatchCommit): Promise<void> {
+async function charge(tx: PgQueryable, names: BillingKeys, input: BatchCommit): Promise<void> {
   const { kinds, keys, batchId, since } = input.charges;
   kinds.forEach((kind, k) => {
     const given = keys[k] ?? [];
@@ -117,7 +118,7 @@ async function charge(tx: PgQueryable, input: BatchCommit): Promise<void> {
   const total = kinds.reduce((n, _, k) => n + (keys[k]?.length ?? 0), 0);
   if (total === 0) return;
   const account = await lockAccount(tx, input.accountId);
-  const billed = await billedAfter(tx, account.seq, kinds, keys, since);
+  const billed = await billedAfter(tx, names, account.seq, kinds, keys, since);
   const balance = await spendable(tx, input.accountId, account.credits, { jobId: input.jobId, chunkIndex: input.chunkIndex });
   if (billed.some((set) => set.size > 0) || balance < total) {
     throw new ChargesRefused({ ok: false, billed, balance });
@@ -139,5 +140,5 @@ async function charge(tx: PgQueryable, input: BatchCommit): Promise<void> {
     if (ledgerSeq === undefined) throw new AppError(ERROR_CODES.internal, `batch ${batchId} of ${input.jobId} was already charged for ${kind}`);
     for (const key of kindKeys) rows.push({ kind, key, ledgerSeq });
   }
-  await recordBilled(tx, account.seq, rows, input.now);
+  await recordBilled(tx, names, account.seq, rows, input.now);
 }

@@ -1,3 +1,4 @@
+import type { BillingKeys } from '../../billing/billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { chargeLedgerId } from '../ledger-ids.js';
 import type { LookupCommit } from '../store.js';
@@ -11,9 +12,9 @@ import { putResults } from './pg-results.js';
  * under the account's row lock, like a checkpoint's charges: a repeat-free key is charged once
  * however many lookups and jobs race for it, and the balance never goes below 0.
  */
-export function commitLookup(db: PgDatabase, input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }> {
+export function commitLookup(db: PgDatabase, names: BillingKeys, input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }> {
   return db.transaction(async (tx) => {
-    const credits = await chargeLookup(tx, input);
+    const credits = await chargeLookup(tx, names, input);
     if (credits === undefined) return { ok: false };
     await putResults(tx, input.cache, input.now);
     if (input.event) {
@@ -25,18 +26,18 @@ export function commitLookup(db: PgDatabase, input: LookupCommit): Promise<{ ok:
 }
 
 /** Credits charged, or undefined (nothing written) when the balance cannot pay. */
-async function chargeLookup(tx: PgQueryable, input: LookupCommit): Promise<number | undefined> {
+async function chargeLookup(tx: PgQueryable, names: BillingKeys, input: LookupCommit): Promise<number | undefined> {
   const { accountId, kind, charge, now } = input;
   const account = await lockAccount(tx, accountId);
   if (charge.type === 'repeat_free') {
-    const [billed] = await billedAfter(tx, account.seq, [kind], [[charge.key]], charge.since);
+    const [billed] = await billedAfter(tx, names, account.seq, [kind], [[charge.key]], charge.since);
     if (billed!.has(charge.key)) return 0;
     if ((await spendable(tx, accountId, account.credits, undefined)) < 1) return undefined;
     await debit(tx, accountId, 1);
     // As bulk batches are charged, under the job id 'single'; a random batch id never collides.
     const ledgerSeq = await insertLedgerLine(tx, { id: chargeLedgerId(accountId, 'single', charge.batchId), accountId, delta: -1, reason: 'charge', kind, jobId: 'single', now });
     if (ledgerSeq === undefined) throw new AppError(ERROR_CODES.internal, `lookup ${charge.batchId} was already charged for ${kind}`);
-    await recordBilled(tx, account.seq, [{ kind, key: charge.key, ledgerSeq }], now);
+    await recordBilled(tx, names, account.seq, [{ kind, key: charge.key, ledgerSeq }], now);
     return 1;
   }
   const { amount } = charge;

@@ -1,6 +1,8 @@
 import pg from 'pg';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
-import { migrationFiles } from '../migration-files.js';
+import type { BillingKeys } from '../../billing/billing-key.js';
+import { migrationFiles, type MigrationFile } from '../migration-files.js';
+import { applyMigration } from './pg-billing-key-migration.js';
 
 /** What a query sees: run SQL with `$1` parameters, get rows and the count of rows changed. */
 export interface PgQueryable {
@@ -105,17 +107,17 @@ const MIGRATION_LOCK = 7_353_201;
 
 /**
  * Applies the numbered migrations once each, in order, in one transaction. An advisory lock makes
- * processes that start together apply each migration once.
+ * processes that start together apply each migration once. `names` hashes the billing cache's
+ * existing keys (011); without it, that migration fails on a database that has any.
  */
-export async function migratePostgres(db: PgDatabase): Promise<void> {
-  const files = migrationFiles(new URL('./migrations/', import.meta.url));
+export async function migratePostgres(db: PgDatabase, names?: BillingKeys, files: MigrationFile[] = migrationFiles(new URL('./migrations/', import.meta.url))): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await tx.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
     const applied = new Set((await tx.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
     for (const file of files) {
       if (applied.has(file.version)) continue;
-      await tx.query(file.sql);
+      await applyMigration(tx, file, names);
       await tx.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [file.version, file.name, Date.now()]);
     }
   });

@@ -1,6 +1,7 @@
+import type { BillingKeys } from '../../billing/billing-key.js';
 import type { ChunkRecord, JobRecord, Lease, StoredOutput } from '../job-records.js';
 import type { JobStatus } from '../job-states.js';
-import type { BatchCommit, BatchCommitResult, JobsPort, NewJob, SplitResult, StoreHooks, TransitionInput } from '../store.js';
+import type { BatchCommit, BatchCommitResult, ChunkClaim, JobPhaseClaim, JobsPort, NewJob, SplitResult, StoreHooks, TransitionInput } from '../store.js';
 import { acquireChunk, acquireJobPhase } from './pg-core-claims.js';
 import { commitBatch } from './pg-core-commit-batch.js';
 import { complete, pauseForProvider, resume, transition, transitionFrom } from './pg-core-job-ends.js';
@@ -18,6 +19,8 @@ export class PgJobs implements JobsPort {
   constructor(
     private readonly db: PgDatabase,
     private readonly hooks: StoreHooks,
+    /** Names keys for the billing cache, which commitBatch writes (src/billing/billing-key.ts). */
+    private readonly names: BillingKeys,
   ) {}
 
   async create(input: NewJob): Promise<JobRecord> {
@@ -67,7 +70,7 @@ export class PgJobs implements JobsPort {
     return readChunk(this.db, jobId, chunkIndex);
   }
 
-  acquireJobPhase(owner: string, now: number, leaseMs: number, maxRunningPerAccount = Number.MAX_SAFE_INTEGER): Promise<{ job: JobRecord; lease: Lease } | undefined> {
+  acquireJobPhase(owner: string, now: number, leaseMs: number, maxRunningPerAccount = Number.MAX_SAFE_INTEGER): Promise<JobPhaseClaim | undefined> {
     return acquireJobPhase(this.db, owner, now, leaseMs, maxRunningPerAccount);
   }
 
@@ -85,7 +88,7 @@ export class PgJobs implements JobsPort {
     await this.db.query('UPDATE jobs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_epoch = $2', [jobId, lease.epoch]);
   }
 
-  acquireChunk(owner: string, now: number, leaseMs: number): Promise<{ chunk: ChunkRecord; lease: Lease } | undefined> {
+  acquireChunk(owner: string, now: number, leaseMs: number): Promise<ChunkClaim | undefined> {
     return acquireChunk(this.db, owner, now, leaseMs);
   }
 
@@ -166,7 +169,7 @@ export class PgJobs implements JobsPort {
   }
 
   commitBatch(input: BatchCommit): Promise<BatchCommitResult> {
-    return commitBatch(this.db, this.hooks, input);
+    return commitBatch(this.db, this.hooks, this.names, input);
   }
 
   /**

@@ -1,3 +1,5 @@
+import { BillingKeys } from '../../billing/billing-key.js';
+import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { STORE_KINDS, type Store, type StoreHooks } from '../store.js';
 import { PgAudit } from './pg-audit.js';
 import { PgBilling } from './pg-billing.js';
@@ -18,18 +20,22 @@ import { PgRetention } from './pg-retention.js';
  * The PostgreSQL store: one pool shared by every part, migrated before first use (processes that
  * start together migrate once, under the runner's advisory lock).
  */
-export async function openPostgresStore(options: { url: string; poolSize: number }, hooks: StoreHooks): Promise<Store> {
+export async function openPostgresStore(options: { url: string; poolSize: number; sealKey?: Buffer }, hooks: StoreHooks): Promise<Store> {
+  // No fallback: machines share only the database, so no file of one of them can stand in for the
+  // seal key, and a guessed one would hash paid keys into names nobody paid for (a second charge).
+  if (!options.sealKey) throw new AppError(ERROR_CODES.badConfig, 'a PostgreSQL store needs the seal key (SLUICE_SEAL_KEY): the billing cache is keyed by it');
+  const names = new BillingKeys(options.sealKey);
   const db = new PgDatabase({ url: options.url, poolSize: options.poolSize });
   try {
-    await migratePostgres(db);
+    await migratePostgres(db, names);
   } catch (error) {
     await db.close();
     throw error;
   }
   return {
     kind: STORE_KINDS.postgres,
-    jobs: new PgJobs(db, hooks),
-    billing: new PgBilling(db),
+    jobs: new PgJobs(db, hooks, names),
+    billing: new PgBilling(db, names),
     results: new PgResults(db),
     keys: new PgKeys(db),
     sessions: new PgSessions(db),

@@ -1,6 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
+import { BillingKeys } from '../../billing/billing-key.js';
+import { dataDirSecret } from '../../main/data-dir-secret.js';
+import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { migrationFiles } from '../migration-files.js';
 
 export type Db = Database.Database;
@@ -10,6 +14,27 @@ export interface OpenDatabaseOptions {
   busyTimeoutMs: number;
   /** Page cache of this connection, in MiB; default 32. */
   cacheMb?: number;
+  /**
+   * The deployment's seal key (SLUICE_SEAL_KEY), from which the billing cache's key names derive.
+   * Unset: the data dir's seal.key, made once, as the engine does when SLUICE_SEAL_KEY is unset.
+   */
+  sealKey?: Buffer;
+}
+
+/** Migration 017 hashes the billing cache's keys with the seal key; the key is checked before it. */
+const BILLING_HASH_MIGRATION = 17;
+
+/** The SQL function migration 017 hashes existing keys with: the very function the adapter uses. */
+export function registerBillingHash(db: Db, names: BillingKeys): void {
+  db.function('sluice_billing_hash', { deterministic: true }, (kind: unknown, key: unknown) => names.hash(String(kind), String(key)));
+}
+
+/** What names the billing cache's keys for a database file: its options' seal key, or its data dir's. */
+export function billingKeysFor(file: string, options: OpenDatabaseOptions): BillingKeys {
+  if (options.sealKey) return new BillingKeys(options.sealKey);
+  // Before openDatabase makes the directory: the seal key is read (or made) first.
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  return new BillingKeys(Buffer.from(dataDirSecret(path.dirname(file), 'seal.key', () => randomBytes(32).toString('base64')), 'base64'));
 }
 
 /**
@@ -17,7 +42,7 @@ export interface OpenDatabaseOptions {
  * WAL lets readers run beside the single writer; `busy_timeout` makes a writer wait for another
  * process's transaction instead of failing with SQLITE_BUSY at once.
  */
-export function openDatabase(file: string, options: OpenDatabaseOptions): Db {
+export function openDatabase(file: string, options: OpenDatabaseOptions, names = billingKeysFor(file, options)): Db {
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const db = new Database(file, { timeout: options.busyTimeoutMs });
   // SQLite gives the -wal and -shm files the database file's own mode, whatever the umask, so the
@@ -33,7 +58,14 @@ export function openDatabase(file: string, options: OpenDatabaseOptions): Db {
   // measured as fast as 64 MiB on a 1M-row job, for about 30 MB less RSS (bench/OPTIMISATIONS.md).
   db.pragma(`cache_size = -${Math.round((options.cacheMb ?? 32) * 1024)}`);
   db.pragma('wal_autocheckpoint = 16384');
-  migrate(db);
+  registerBillingHash(db, names);
+  // A process with another seal key must not hash the cache's keys (017) with it: every paid key
+  // would read as unpaid, a second charge. So the key is checked between the migrations before 017
+  // (which create shared_records) and 017 itself, and at every open after.
+  const files = migrationFiles(new URL('./migrations/', import.meta.url));
+  migrate(db, files.filter((f) => f.version < BILLING_HASH_MIGRATION));
+  requireSealKey(db, names.fingerprint);
+  migrate(db, files);
   return db;
 }
 
@@ -45,6 +77,27 @@ function ownerOnly(file: string): void {
   } catch (e: unknown) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code !== 'ENOENT' && code !== 'EPERM') throw e;
+  }
+}
+
+/**
+ * The seal-key fingerprint `requireSharedSealKey` records (recorded here first when none is), or
+ * `bad_config` when the database's differs from ours.
+ */
+export function requireSealKey(db: Db, fingerprint: string): void {
+  const recorded = db
+    .transaction(() => {
+      db.prepare("INSERT OR IGNORE INTO shared_records (name, value) VALUES ('seal-key-fingerprint', ?)").run(fingerprint);
+      return (db.prepare("SELECT value FROM shared_records WHERE name = 'seal-key-fingerprint'").get() as { value: string }).value;
+    })
+    .immediate();
+  if (recorded !== fingerprint) {
+    db.close();
+    throw new AppError(
+      ERROR_CODES.badConfig,
+      'SLUICE_SEAL_KEY differs from the key the other processes on this database seal with: every machine that shares a database must be given the same SLUICE_SEAL_KEY',
+      { details: { variable: 'SLUICE_SEAL_KEY' } },
+    );
   }
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { BillingHash, BillingKeys } from '../../billing/billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { chargeLedgerId, creditLedgerId } from '../ledger-ids.js';
 import { JOB_STATUSES } from '../job-states.js';
@@ -25,6 +26,8 @@ export class SqliteBilling implements BillingPort {
     private readonly db: Db,
     private readonly results: SqliteResults,
     private readonly outbox: SqliteOutbox,
+    /** The one place keys become billing-cache names: every statement below binds a BillingHash. */
+    private readonly names: BillingKeys,
   ) {
     this.stmts = {
       insertAccount: db.prepare('INSERT INTO accounts (id, email, password_hash, credits, status, created_at) VALUES (?, ?, ?, 0, ?, ?)'),
@@ -44,16 +47,17 @@ export class SqliteBilling implements BillingPort {
         'SELECT id, account_id AS accountId, delta, reason, kind, job_id AS jobId, created_at AS createdAt FROM ledger WHERE account_id = ? ORDER BY created_at, id',
       ),
       chargesForJob: db.prepare("SELECT COALESCE(-SUM(delta), 0) AS n FROM ledger WHERE job_id = ? AND reason = 'charge'"),
-      // One primary-key probe per key given, in their order: a CROSS JOIN keeps SQLite from first
-      // sorting the keys into a temporary index, as `lookup_key IN (SELECT ...)` makes it do.
+      // One primary-key probe per hash given, in their order: a CROSS JOIN keeps SQLite from first
+      // sorting them into a temporary index, as `key_hash IN (SELECT ...)` makes it do. JSON carries
+      // no blobs, so the hashes go as hex; the answer is their positions in the list.
       freshBilled: db.prepare(
-        'SELECT b.lookup_key AS key FROM json_each(?) j CROSS JOIN billing_cache b ON b.account_seq = ? AND b.kind = ? AND b.lookup_key = j.value WHERE b.charged_at > ?',
+        'SELECT j.key AS i FROM json_each(?) j CROSS JOIN billing_cache b ON b.account_seq = ? AND b.kind = ? AND b.key_hash = unhex(j.value) WHERE b.charged_at > ?',
       ),
       chargedKeys: db.prepare(
-        'SELECT b.lookup_key AS key FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.account_seq = ? AND l.job_id = ? ORDER BY b.lookup_key',
+        'SELECT lower(hex(b.key_hash)) AS name FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.account_seq = ? AND l.job_id = ? ORDER BY b.key_hash',
       ),
       upsertBilling: db.prepare(
-        'INSERT INTO billing_cache (account_seq, kind, lookup_key, charged_at, ledger_seq) VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_seq, kind, lookup_key) DO UPDATE SET charged_at = excluded.charged_at, ledger_seq = excluded.ledger_seq',
+        'INSERT INTO billing_cache (account_seq, kind, key_hash, charged_at, ledger_seq) VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_seq, kind, key_hash) DO UPDATE SET charged_at = excluded.charged_at, ledger_seq = excluded.ledger_seq',
       ),
       reservedByOthers: db.prepare(
         'SELECT COALESCE(SUM(amount), 0) AS n FROM credit_reservations WHERE account_id = ? AND NOT (job_id = ? AND chunk_index = ?)',
@@ -158,7 +162,11 @@ export class SqliteBilling implements BillingPort {
   }
 
   async chargedKeys(accountId: string, jobId: string): Promise<string[]> {
-    return (this.stmts.chargedKeys.all(this.seq(accountId), jobId) as { key: string }[]).map((r) => r.key);
+    return (this.stmts.chargedKeys.all(this.seq(accountId), jobId) as { name: string }[]).map((r) => r.name);
+  }
+
+  keyName(kind: string, key: string): string {
+    return this.names.name(kind, key);
   }
 
   async freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Promise<Set<string>> {
@@ -239,9 +247,19 @@ export class SqliteBilling implements BillingPort {
   }
 
   freshlyBilledSync(accountId: string, kind: string, keys: readonly string[], since: number): Set<string> {
+    return this.billedAmongSync(accountId, kind, keys, this.hashes(kind, keys), since);
+  }
+
+  /** Of `keys` (whose hashes are `hashes`, same order), those the account paid for after `since`. */
+  private billedAmongSync(accountId: string, kind: string, keys: readonly string[], hashes: readonly BillingHash[], since: number): Set<string> {
     if (keys.length === 0) return new Set();
-    const rows = this.stmts.freshBilled.all(JSON.stringify(keys), this.seq(accountId), kind, since) as { key: string }[];
-    return new Set(rows.map((r) => r.key));
+    const hex = JSON.stringify(hashes.map((h) => h.toString('hex')));
+    const rows = this.stmts.freshBilled.all(hex, this.seq(accountId), kind, since) as { i: number }[];
+    return new Set(rows.map((r) => keys[r.i]!));
+  }
+
+  private hashes(kind: string, keys: readonly string[]): BillingHash[] {
+    return keys.map((key) => this.names.hash(kind, key));
   }
 
   /**
@@ -274,7 +292,9 @@ export class SqliteBilling implements BillingPort {
     const { accountId, kinds, keys, now } = input;
     const total = keys.reduce((n, k) => n + k.length, 0);
     if (total === 0) return { ok: true };
-    const billed = kinds.map((kind, k) => this.freshlyBilledSync(accountId, kind, keys[k] ?? [], input.since));
+    // Hashed once per key: the same names serve the repeat check and the rows written.
+    const hashes = kinds.map((kind, k) => this.hashes(kind, keys[k] ?? []));
+    const billed = kinds.map((kind, k) => this.billedAmongSync(accountId, kind, keys[k] ?? [], hashes[k]!, input.since));
     const balance = this.spendableSync(accountId, own);
     if (balance < total || billed.some((b) => b.size > 0)) return { ok: false, billed, balance };
     this.stmts.spend.run(total, accountId, total);
@@ -289,7 +309,7 @@ export class SqliteBilling implements BillingPort {
       }
       // The line's `seq` (its INTEGER PRIMARY KEY), not its id: billing rows stay small (migration 009).
       const ledgerSeq = Number(line.lastInsertRowid);
-      for (const key of charged) this.stmts.upsertBilling.run(seq, kind, key, now, ledgerSeq);
+      for (const hash of hashes[k]!) this.stmts.upsertBilling.run(seq, kind, hash, now, ledgerSeq);
     });
     return { ok: true };
   }

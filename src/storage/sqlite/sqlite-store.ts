@@ -1,5 +1,5 @@
 import type { Store, StoreHooks } from '../store.js';
-import { openDatabase, type OpenDatabaseOptions } from './open-database.js';
+import { billingKeysFor, openDatabase, type OpenDatabaseOptions } from './open-database.js';
 import { SqliteAudit } from './sqlite-audit.js';
 import { SqliteBilling } from './sqlite-billing.js';
 import { SqliteBreaches } from './sqlite-breaches.js';
@@ -21,10 +21,11 @@ import { SqliteRetention } from './sqlite-retention.js';
  * writer at a time (`BEGIN IMMEDIATE`, `busy_timeout`) is what serialises them across processes.
  */
 export function openSqliteStore(file: string, options: OpenDatabaseOptions, hooks: StoreHooks): Store {
-  const db = openDatabase(file, options);
+  const names = billingKeysFor(file, options);
+  const db = openDatabase(file, options, names);
   const results = new SqliteResults(db);
   const outbox = new SqliteOutbox(db);
-  const billing = new SqliteBilling(db, results, outbox);
+  const billing = new SqliteBilling(db, results, outbox, names);
   const ping = db.prepare('SELECT 1');
   return {
     kind: 'sqlite',
