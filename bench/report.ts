@@ -41,6 +41,11 @@ export function verdict(ok: boolean): string {
   return ok ? 'met' : 'NOT met';
 }
 
+/** A ratio where lower is better, against its target and the aim below it. */
+export function ratioVerdict(ratio: number, target: number, aim: number): string {
+  return ratio <= aim ? 'met (and the aim)' : verdict(ratio <= target);
+}
+
 const cellText = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 export function markdownTable(header: string[], lines: string[][]): string {

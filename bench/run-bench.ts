@@ -4,9 +4,10 @@
  *   node dist/bench/run-bench.js [--rows N] [--runs K] [--scenarios engine,floor,...] [--out bench/RESULTS.md]
  *                                [--env SLUICE_X=V ...] [--node-arg=--flag ...] [--keep]
  *
- * Scenarios: engine, floor, repeat, memory, resume, upload, remote, profile, postgres, scale-out (all by
- * default; postgres runs the engine and repeat scenarios again on a PostgreSQL server the bench starts;
- * scale-out runs one remote-bound job on 1, 2, 4 and 8 worker processes sharing one PostgreSQL and S3).
+ * Scenarios: engine, floor, e2e, narrow, repeat, memory, resume, upload, remote, profile, postgres, scale-out
+ * (all by default; e2e times `sluice run` through the CLI, input not staged; narrow runs the engine and
+ * the floor on a one-column file of addresses; postgres runs the engine and repeat scenarios again on
+ * a PostgreSQL server the bench starts; scale-out runs one remote-bound job on 1, 2, 4 and 8 worker processes sharing one PostgreSQL and S3).
  * Every engine job runs in a child process of its own (dist/bench/engine-run.js) on a fresh temp
  * data dir with the embedded S3 server, so that its RSS and CPU are its own. Inputs come from
  * generateGenderCsv (seed 42, 10% duplicates, 3% invalid; the remote scenario's: all distinct and
@@ -22,8 +23,10 @@ import { parseArgs } from 'node:util';
 import { killAll, REPO_ROOT } from './children.js';
 import { renderReport } from './report.js';
 import { Bench, firstLine, rowsText, SCENARIOS, type BenchContext, type Options, type Scenario } from './scenario-context.js';
+import { e2eFinding, e2eScenario } from './scenario-e2e.js';
 import { engineAndFloor, engineFindings, runsSection } from './scenario-engine.js';
 import { memoryFinding, memoryScenario } from './scenario-memory.js';
+import { narrowFinding, narrowScenario } from './scenario-narrow.js';
 import { postgresFinding, postgresScenario } from './scenario-postgres.js';
 import { profileFinding, profileScenario } from './scenario-profile.js';
 import { remoteFindings, remoteScenario } from './scenario-remote.js';
@@ -35,7 +38,7 @@ import { uploadFinding, uploadScenario } from './scenario-upload.js';
 const USAGE = `usage: node dist/bench/run-bench.js [options]
   --rows N           rows of the generated input (default 1000000; remote uses at most 100000, scale-out 24000)
   --profile-rows N   rows of the profiled run (default 100000, at most --rows)
-  --runs K           runs of the short scenarios (default: 3 for floor, 1 for the engine ones)
+  --runs K           runs of the short scenarios (default: 3 for floor and e2e, 1 for the engine ones)
   --scenarios LIST   comma-separated, of ${SCENARIOS.join(', ')}
   --out FILE         where the report goes (default bench/RESULTS.md)
   --env SLUICE_X=V   a setting for the engine children (repeatable)
@@ -89,6 +92,7 @@ function parseOptions(argv: string[]): Options {
     profileRows: Math.min(profileRows, rows),
     engineRuns: runs ?? 1,
     floorRuns: runs ?? 3,
+    e2eRuns: runs ?? 3,
     uploadRuns: runs ?? 1,
     scenarios,
     out: path.resolve(values.out),
@@ -172,6 +176,8 @@ async function main(): Promise<number> {
     const ef = await engineAndFloor(ctx);
     const repeat = wants('repeat') ? await repeatScenario(ctx, ef) : undefined;
     if (ef.lastEngineDir) ctx.bench.remove(ef.lastEngineDir);
+    const e2e = wants('e2e') ? await e2eScenario(ctx, ef) : undefined;
+    const narrow = wants('narrow') ? await narrowScenario(ctx) : undefined;
     const memory = wants('memory') ? await memoryScenario(ctx, ef) : undefined;
     if (wants('resume')) await resumeScenario(ctx, ef);
     const uploads = wants('upload') ? await uploadScenario(ctx) : [];
@@ -183,6 +189,8 @@ async function main(): Promise<number> {
     const runs = runsSection(rows, ef, repeat?.second);
     if (runs) ctx.sections.push(runs);
     findings.push(...engineFindings(ef));
+    if (e2e) findings.push(e2eFinding(e2e, ef));
+    if (narrow) findings.push(narrowFinding(narrow, ef.engineMs, ef.floorMs));
     if (repeat) findings.push(repeatFinding(repeat));
     if (memory) findings.push(memoryFinding(memory, rows));
     if (profiled) findings.push(profileFinding(profiled));

@@ -5,7 +5,7 @@
 import os from 'node:os';
 import type { EngineResult } from './engine-run.js';
 import type { FloorResult } from './floor-run.js';
-import { fmt, markdownTable, verdict } from './report.js';
+import { fmt, markdownTable, ratioVerdict } from './report.js';
 import { cores, cpuMs, median, medianRun, phases, phaseText, rate, rowsText, TARGETS, type BenchContext } from './scenario-context.js';
 
 export interface EngineFloor {
@@ -65,7 +65,7 @@ export async function engineAndFloor(ctx: BenchContext): Promise<EngineFloor> {
         scenario: 'engine',
         figure: ratio === undefined ? `${fmt.int(rate(rows, engineMs))} rows/s (no floor run to compare)` : `engine/floor ${fmt.x(ratio)}`,
         target: engineTarget,
-        met: ratio === undefined ? 'n/a' : ratio <= TARGETS.engineFloorAim ? 'met (and the aim)' : verdict(ratio <= TARGETS.engineFloor),
+        met: ratio === undefined ? 'n/a' : ratioVerdict(ratio, TARGETS.engineFloor, TARGETS.engineFloorAim),
         detail:
           `${rowsText(rows)} rows in ${fmt.s(engineMs)} of worker time (${engineRuns.length === 1 ? '1 run' : `median of ${engineRuns.length} runs`}), ` +
           `${fmt.int(rate(rows, engineMs))} rows/s, peak RSS ${fmt.mb(engineMid.maxRssKiB * 1024)}; ${phaseText(engineMid)}; ` +

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
  */
 const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 const RUN_BENCH = path.join(REPO_ROOT, 'dist/bench/run-bench.js');
-const MEASURED = ['engine', 'floor', 'repeat', 'resume', 'upload', 'remote'];
+const MEASURED = ['engine', 'floor', 'e2e', 'narrow', 'repeat', 'resume', 'upload', 'remote'];
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -48,7 +48,7 @@ function tableRows(markdown: string): Map<string, { figure: string; target: stri
 }
 
 describe('the benchmark harness', () => {
-  it('runs engine, floor, repeat, resume, upload and remote at 10,000 rows and writes a row with figures for each', async () => {
+  it('runs engine, floor, e2e, narrow, repeat, resume, upload and remote at 10,000 rows and writes a row with figures for each', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-smoke-'));
     dirs.push(dir);
     const out = path.join(dir, 'RESULTS.md');
@@ -78,6 +78,11 @@ describe('the benchmark harness', () => {
       expect(['met', 'met (and the aim)', 'NOT met', 'n/a']).toContain(row!.met);
     }
     expect(rows.get('engine')!.figure).toMatch(/^engine\/floor \d+\.\d+×$/);
+    expect(rows.get('e2e')!.figure).toMatch(/^sluice run\/floor \d+\.\d+×$/);
+    expect(rows.get('e2e')!.target).toBe('sluice run/floor ≤ 3.0 (aim 2.0)');
+    expect(rows.get('e2e')!.detail).toContain('all.csv holds every row');
+    expect(rows.get('narrow')!.figure).toMatch(/^engine\/floor \d+\.\d+×$/);
+    expect(rows.get('narrow')!.detail).toMatch(/one column \(`email`\), the engine scenario's 10,000 addresses/);
     expect(rows.get('resume')!.detail).toContain('byte-identical');
 
     expect(rows.get('remote')!.figure).toMatch(/^\d+\.\d% efficiency \([\d,]+ rows\/s\)$/);
