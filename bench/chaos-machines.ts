@@ -40,7 +40,7 @@ export async function startSharedS3(dir: string): Promise<SharedS3> {
   };
 }
 
-/** A seal key for all machines: without the same one, a sender could not unseal the webhook secret another machine sealed. */
+/** A seal key for one chaos run, made once and given to every machine and to the reference: without the same one, a sender could not unseal the webhook secret another machine sealed, and the billing cache names (keyed by it) would not compare. */
 export function sharedSealKey(): string {
   return randomBytes(32).toString('base64');
 }

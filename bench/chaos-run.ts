@@ -194,7 +194,7 @@ function oneDataDir(dataDir: string, settings: Settings, workers: number): Site 
 async function manyMachines(dir: string, settings: Settings, o: ChaosOptions): Promise<Site> {
   if (o.databaseUrl === undefined) throw new Error('machines need a PostgreSQL database (databaseUrl)');
   const s3 = await startSharedS3(path.join(dir, 's3'));
-  const shared: Settings = { ...settings, ...s3.settings, SLUICE_DATABASE_URL: o.databaseUrl, SLUICE_DATABASE_POOL_SIZE: String(o.poolSize ?? 5), SLUICE_SEAL_KEY: sharedSealKey() };
+  const shared: Settings = { ...settings, ...s3.settings, SLUICE_DATABASE_URL: o.databaseUrl, SLUICE_DATABASE_POOL_SIZE: String(o.poolSize ?? 5) };
   const n = o.machines!;
   const hosts = hostIsolation();
   return {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { sealKeyFingerprint } from '../billing/billing-key.js';
-import { dataDirSecret } from './data-dir-secret.js';
+import { sealKeyFingerprint } from '../storage/billing-key.js';
+import { dataDirSecret } from '../shared/data-dir-secret.js';
 import { applyHeapGrowth } from './heap-growth.js';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -53,7 +53,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   fs.mkdirSync(config.dataDir, { recursive: true });
   // Seals newly created API keys for the reveal window, and webhook secrets; never in the database.
   // Known before the store opens: the billing cache's key names derive from it, and a migration
-  // hashes existing keys with it (src/billing/billing-key.ts).
+  // hashes existing keys with it (src/storage/billing-key.ts).
   const sealKey = Buffer.from(config.sealKey ?? dataDirSecret(config.dataDir, 'seal.key', () => randomBytes(32).toString('base64')), 'base64');
   const store = await openStore(
     { dataDir: config.dataDir, sqlite: config.sqlite, databaseUrl: config.database.url, poolSize: config.database.poolSize, sealKey },

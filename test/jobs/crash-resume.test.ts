@@ -11,7 +11,7 @@ import { engineScope, openTestEngine, TEST_SEAL_KEY, TEST_STORES, tempDir, type 
 import type { ChildProcess } from 'node:child_process';
 
 // One seal key for the reference and the crashed run: the keys paid for are compared by their
-// billing-cache names, which are keyed by it (src/billing/billing-key.ts).
+// billing-cache names, which are keyed by it (src/storage/billing-key.ts).
 const ENV = { SLUICE_CHUNK_ROWS: '1000', SLUICE_BATCH_ROWS: '50', SLUICE_LEASE_SECONDS: '2', SLUICE_WORKER_CONCURRENCY: '2', SLUICE_SEAL_KEY: TEST_SEAL_KEY };
 const ROWS = 12_000;
 

@@ -9,7 +9,7 @@ import { migratePostgres, PgDatabase } from '../../src/storage/postgres/pg-datab
 import { openPostgresStore } from '../../src/storage/postgres/pg-store.js';
 import { migrate, registerBillingHash } from '../../src/storage/sqlite/open-database.js';
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
-import { BillingKeys } from '../../src/billing/billing-key.js';
+import { BillingKeys } from '../../src/storage/billing-key.js';
 import { STORE_KINDS, type Store, type StoreKind } from '../../src/storage/store.js';
 import { freshDatabase } from '../support/postgres-database.js';
 import { TEST_STORES, tempDir } from '../support/test-engine.js';

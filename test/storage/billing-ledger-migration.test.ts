@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BillingKeys } from '../../src/billing/billing-key.js';
+import { BillingKeys } from '../../src/storage/billing-key.js';
 import { chargeLedgerId } from '../../src/storage/ledger-ids.js';
 import { migrationFiles } from '../../src/storage/migration-files.js';
 import { migrate, registerBillingHash, type Db } from '../../src/storage/sqlite/open-database.js';

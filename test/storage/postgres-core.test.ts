@@ -8,7 +8,7 @@ import { PgResults } from '../../src/storage/postgres/pg-results.js';
 import { openPostgresStore } from '../../src/storage/postgres/pg-store.js';
 import type { BatchCommit, LookupCommit, StoreHooks } from '../../src/storage/store.js';
 import { freshDatabase, poolScope, postgresServerUrl } from '../support/postgres-database.js';
-import { BillingKeys } from '../../src/billing/billing-key.js';
+import { BillingKeys } from '../../src/storage/billing-key.js';
 import { TEST_SEAL_KEY } from '../support/test-engine.js';
 
 const SEAL_KEY = Buffer.from(TEST_SEAL_KEY, 'base64');

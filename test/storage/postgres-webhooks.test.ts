@@ -9,7 +9,7 @@ import { PgIdempotency } from '../../src/storage/postgres/pg-idempotency.js';
 import { PgKeys } from '../../src/storage/postgres/pg-keys.js';
 import { PgWebhooks } from '../../src/storage/postgres/pg-webhooks.js';
 import { poolScope, postgresServerUrl } from '../support/postgres-database.js';
-import { BillingKeys } from '../../src/billing/billing-key.js';
+import { BillingKeys } from '../../src/storage/billing-key.js';
 import { TEST_SEAL_KEY } from '../support/test-engine.js';
 
 const NOW = 1_700_000_000_000;

@@ -1,7 +1,7 @@
-import type { BillingKeys } from '../../billing/billing-key.js';
+import type { BillingKeys } from '../billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import type { MigrationFile } from '../migration-files.js';
-import type { PgQueryable } from './pg-database.js';
+import type { PgQueryable } from './pg-queryable.js';
 
 /** Where, in a migration's SQL, the runner hashes the billing cache's plain keys (011). */
 export const FILL_BILLING_HASHES = '-- sluice:fill-billing-key-hashes';

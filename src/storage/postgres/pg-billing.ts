@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { BillingKeys } from '../../billing/billing-key.js';
+import type { BillingKeys } from '../billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { creditLedgerId } from '../ledger-ids.js';
 import { JOB_STATUSES } from '../job-states.js';

@@ -1,4 +1,4 @@
-import type { BillingKeys } from '../../billing/billing-key.js';
+import type { BillingKeys } from '../billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { JOB_STATUSES, PAUSE_REASONS } from '../job-states.js';
 import { chargeLedgerId } from '../ledger-ids.js';

@@ -1,4 +1,4 @@
-import type { BillingKeys } from '../../billing/billing-key.js';
+import type { BillingKeys } from '../billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { chargeLedgerId } from '../ledger-ids.js';
 import type { LookupCommit } from '../store.js';

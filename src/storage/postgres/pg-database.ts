@@ -1,13 +1,12 @@
 import pg from 'pg';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
-import type { BillingKeys } from '../../billing/billing-key.js';
+import type { BillingKeys } from '../billing-key.js';
 import { migrationFiles, type MigrationFile } from '../migration-files.js';
 import { applyMigration } from './pg-billing-key-migration.js';
+import type { PgQueryable } from './pg-queryable.js';
 
 /** What a query sees: run SQL with `$1` parameters, get rows and the count of rows changed. */
-export interface PgQueryable {
-  query<R extends object = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<{ rows: R[]; rowCount: number }>;
-}
+export type { PgQueryable } from './pg-queryable.js';
 
 export interface PgDatabaseOptions {
   url: string;

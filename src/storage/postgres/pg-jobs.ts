@@ -1,4 +1,4 @@
-import type { BillingKeys } from '../../billing/billing-key.js';
+import type { BillingKeys } from '../billing-key.js';
 import type { ChunkRecord, JobRecord, Lease, StoredOutput } from '../job-records.js';
 import type { JobStatus } from '../job-states.js';
 import type { BatchCommit, BatchCommitResult, ChunkClaim, JobPhaseClaim, JobsPort, NewJob, SplitResult, StoreHooks, TransitionInput } from '../store.js';
@@ -19,7 +19,7 @@ export class PgJobs implements JobsPort {
   constructor(
     private readonly db: PgDatabase,
     private readonly hooks: StoreHooks,
-    /** Names keys for the billing cache, which commitBatch writes (src/billing/billing-key.ts). */
+    /** Names keys for the billing cache, which commitBatch writes (src/storage/billing-key.ts). */
     private readonly names: BillingKeys,
   ) {}
 

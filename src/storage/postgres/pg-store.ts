@@ -1,4 +1,4 @@
-import { BillingKeys } from '../../billing/billing-key.js';
+import { BillingKeys } from '../billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { STORE_KINDS, type Store, type StoreHooks } from '../store.js';
 import { PgAudit } from './pg-audit.js';

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { BillingKeys } from '../../billing/billing-key.js';
-import { dataDirSecret } from '../../main/data-dir-secret.js';
+import { BillingKeys } from '../billing-key.js';
+import { dataDirSecret } from '../../shared/data-dir-secret.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { migrationFiles } from '../migration-files.js';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { BillingHash, BillingKeys } from '../../billing/billing-key.js';
+import type { BillingHash, BillingKeys } from '../billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { chargeLedgerId, creditLedgerId } from '../ledger-ids.js';
 import { JOB_STATUSES } from '../job-states.js';

@@ -1,5 +1,5 @@
 -- The billing cache keeps no plain address or number: each key becomes the first 16 bytes of
--- HMAC-SHA256 under a key derived from the deployment's seal key (src/billing/billing-key.ts).
+-- HMAC-SHA256 under a key derived from the deployment's seal key (src/storage/billing-key.ts).
 -- pgcrypto may be missing (the embedded server has none), and the key must never reach the
 -- server, so the runner fills key_hash in TypeScript at the marker below, in batches of 10,000 by
 -- primary key (pg-billing-key-migration.ts), after checking the seal key against the database's.

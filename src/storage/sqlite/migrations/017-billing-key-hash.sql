@@ -1,5 +1,5 @@
 -- The billing cache keeps no plain address or number: each key becomes the first 16 bytes of
--- HMAC-SHA256 under a key derived from the deployment's seal key (src/billing/billing-key.ts),
+-- HMAC-SHA256 under a key derived from the deployment's seal key (src/storage/billing-key.ts),
 -- enough to answer "did this account pay for this key", and smaller than most keys. The function
 -- is the adapter's own, registered on the connection before migrations run (open-database.ts),
 -- after the seal key was checked against the database's: hashing with another key would make every
