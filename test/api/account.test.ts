@@ -1,21 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { addKey, bearer, closeHarnesses, json, newAccount, openApiHarness, runUntilDone, uploadCsv, type ApiHarness } from '../support/api-harness.js';
-import { storeEnv, TEST_STORES } from '../support/test-engine.js';
+import { addKey, bearer, closeHarnesses, openStoreHarness, json, newAccount, runUntilDone, uploadCsv, type ApiHarness } from '../support/api-harness.js';
+import { TEST_STORES } from '../support/test-engine.js';
 import type { StoreKind } from '../../src/storage/store.js';
 
 const CSV = 'email\nanna.schmidt@example.com\njohn.smith@example.org\nnot-an-email\n';
-const drops: Array<() => Promise<void>> = [];
+afterEach(closeHarnesses);
 
-afterEach(async () => {
-  await closeHarnesses();
-  for (const drop of drops.splice(0)) await drop();
-});
-
-async function harness(store: StoreKind): Promise<ApiHarness> {
-  const { env, drop } = await storeEnv(store);
-  drops.push(drop);
-  return openApiHarness(env);
-}
+const harness = (store: StoreKind): Promise<ApiHarness> => openStoreHarness(store);
 
 async function account(h: ApiHarness, key: string) {
   const response = await h.app.inject({ method: 'GET', url: '/api/account', headers: bearer(key) });

@@ -1,20 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { bearer, closeHarnesses, jobCount, json, multipart, newAccount, openApiHarness, runUntilDone, storedObjects, uploadCsv, type ApiHarness, type Part } from '../support/api-harness.js';
-import { storeEnv, TEST_STORES } from '../support/test-engine.js';
+import { bearer, closeHarnesses, openStoreHarness, jobCount, json, multipart, newAccount, runUntilDone, storedObjects, uploadCsv, type ApiHarness, type Part } from '../support/api-harness.js';
+import { TEST_STORES } from '../support/test-engine.js';
 import type { StoreKind } from '../../src/storage/store.js';
 
-const drops: Array<() => Promise<void>> = [];
+afterEach(closeHarnesses);
 
-afterEach(async () => {
-  await closeHarnesses();
-  for (const drop of drops.splice(0)) await drop();
-});
-
-async function harness(store: StoreKind): Promise<ApiHarness> {
-  const { env, drop } = await storeEnv(store);
-  drops.push(drop);
-  return openApiHarness(env);
-}
+const harness = (store: StoreKind): Promise<ApiHarness> => openStoreHarness(store);
 
 function dryRun(h: ApiHarness, key: string, fields: Record<string, string>, csv: string, options: { query?: boolean; idempotencyKey?: string } = {}) {
   const parts: Part[] = Object.entries({ ...(options.query ? {} : { dry_run: 'true' }), ...fields }).map(([name, value]) => ({ name, value }));

@@ -1,20 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { bearer, closeHarnesses, json, newAccount, openApiHarness, runUntilDone, uploadCsv, type ApiHarness } from '../support/api-harness.js';
-import { resultText, storeEnv, TEST_STORES } from '../support/test-engine.js';
+import { bearer, closeHarnesses, openStoreHarness, json, newAccount, runUntilDone, uploadCsv, type ApiHarness } from '../support/api-harness.js';
+import { resultText, TEST_STORES } from '../support/test-engine.js';
 import type { StoreKind } from '../../src/storage/store.js';
 
-const drops: Array<() => Promise<void>> = [];
+afterEach(closeHarnesses);
 
-afterEach(async () => {
-  await closeHarnesses();
-  for (const drop of drops.splice(0)) await drop();
-});
-
-async function harness(store: StoreKind): Promise<ApiHarness> {
-  const { env, drop } = await storeEnv(store);
-  drops.push(drop);
-  return openApiHarness({ ...env, SLUICE_CHUNK_ROWS: '20', SLUICE_BATCH_ROWS: '5' });
-}
+const harness = (store: StoreKind): Promise<ApiHarness> => openStoreHarness(store, { SLUICE_CHUNK_ROWS: '20', SLUICE_BATCH_ROWS: '5' });
 
 // 60 distinct emails: three chunks of 20, batches of 5.
 const CSV = `email\n${Array.from({ length: 60 }, (_, i) => `person${i}@example.com`).join('\n')}\n`;

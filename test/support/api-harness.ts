@@ -13,7 +13,8 @@ import { apiDeps } from '../../src/main/open-api.js';
 import type { EngineOverrides } from '../../src/main/open-engine.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { silentLogger } from '../../src/shared/logger.js';
-import { openTestEngine, type TestEngine } from './test-engine.js';
+import type { StoreKind } from '../../src/storage/store.js';
+import { openTestEngine, storeEnv, type TestEngine } from './test-engine.js';
 
 /** A real engine (temp data dir, embedded S3) with the API built on top of it. */
 export interface ApiHarness {
@@ -35,13 +36,24 @@ export async function openApiHarness(env: Record<string, string> = {}, clock?: C
   return harness;
 }
 
-/** For afterEach: closes every server and engine opened through openApiHarness. */
+/** Databases made by openStoreHarness, dropped by closeHarnesses once their engines are closed. */
+const databases: Array<() => Promise<void>> = [];
+
+/** A harness on a fresh database of `store` (on PostgreSQL, its own database); `env` adds settings. */
+export async function openStoreHarness(store: StoreKind, env: Record<string, string> = {}): Promise<ApiHarness> {
+  const { env: storeVars, drop } = await storeEnv(store);
+  databases.push(drop);
+  return openApiHarness({ ...storeVars, ...env });
+}
+
+/** For afterEach: closes every server and engine opened through openApiHarness, then drops their databases. */
 export async function closeHarnesses(): Promise<void> {
   const all = open.splice(0);
   for (const h of all) {
     await h.app.close().catch(() => undefined);
     await h.engine.close().catch(() => undefined);
   }
+  for (const drop of databases.splice(0)) await drop();
 }
 
 /** Listens on a real loopback socket (port 0) and remembers the base URL. */
