@@ -417,16 +417,23 @@ export async function lockStore(dataDir: string, env: Record<string, string>): P
   await client.connect();
   const tables = (await client.query<{ name: string }>("SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename")).rows;
   if (tables.length === 0) throw new Error('no tables to lock');
-  // The tables are locked one after another, so a worker's transaction holding one and waiting for
-  // another can deadlock with this; PostgreSQL then aborts one side, and if it is this one, again.
-  for (let attempt = 1; ; attempt++) {
+  // The tables are locked one after another, so waiting for one while holding others can deadlock
+  // with a worker's transaction that holds one and waits for another (ten deadlocks in a row were
+  // seen once, with as many tables as there are now). So this never waits long while holding: each
+  // try gives up after 50 ms (55P03) or on a deadlock (40P01), lets everything go, and tries again,
+  // for up to 20 s.
+  const deadline = Date.now() + 20_000;
+  for (;;) {
     await client.query('BEGIN');
     try {
+      await client.query("SET LOCAL lock_timeout = '50ms'");
       await client.query(`LOCK TABLE ${tables.map((t) => t.name).join(', ')} IN EXCLUSIVE MODE`);
       break;
     } catch (error) {
       await client.query('ROLLBACK');
-      if ((error as { code?: string }).code !== '40P01' || attempt >= 10) throw error;
+      const code = (error as { code?: string }).code;
+      if ((code !== '40P01' && code !== '55P03') || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 10 + Math.random() * 40));
     }
   }
   return {
