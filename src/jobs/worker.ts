@@ -4,6 +4,7 @@ import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.js';
 import { assembleJob } from './assemble-job.js';
+import { ownerDead } from './job-activity.js';
 import type { EngineDeps } from './engine-deps.js';
 import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS } from '../storage/job-states.js';
 import { processChunk } from './process-chunk.js';
@@ -127,8 +128,7 @@ export class Worker {
     const { jobs, clock, log } = this.deps;
     let freed = 0;
     for (const owner of await jobs.liveLeaseOwners(clock.now())) {
-      const pid = localPid(owner);
-      if (pid === undefined || pid === process.pid || processAlive(pid)) continue;
+      if (!ownerDead(owner)) continue;
       const n = await jobs.freeLeasesOf(owner);
       if (n > 0) log.warn({ owner, leases: n }, 'freed the leases of a worker process that has died');
       freed += n;
@@ -283,21 +283,3 @@ const INPUT_ERRORS: ReadonlySet<string> = new Set([
   ERROR_CODES.tooManyColumns,
   ERROR_CODES.unknownJobType,
 ]);
-
-/** The pid in a lease owner `host:pid:random` of this host, or undefined. */
-function localPid(owner: string): number | undefined {
-  const parts = owner.split(':');
-  if (parts.length < 3 || parts.slice(0, -2).join(':') !== os.hostname()) return undefined;
-  const pid = Number(parts[parts.length - 2]);
-  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e: unknown) {
-    // EPERM: it exists, as another user's process.
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
