@@ -28,7 +28,7 @@ const PAID = ['ann@x.io', 'Bob.Éclair@x.io', '+4930123456'];
 
 interface RawStore {
   open(sealKey: Buffer): Promise<Store>;
-  /** Every billing-cache row, each column as bytes as the database holds them. */
+  /** Every billing-cache row (on SQLite, the log's too), each column as bytes as the database holds them. */
   rawRows(): Promise<Buffer[][]>;
   /** Builds the database as the previous release left it, with these keys paid for by 'acc_old'. */
   oldFormat(keys: readonly string[], extra?: number): Promise<void>;
@@ -60,7 +60,11 @@ async function rawStore(kind: StoreKind): Promise<RawStore> {
         const db = new Database(file, { readonly: true });
         try {
           const rows = db.prepare('SELECT * FROM billing_cache').raw().all() as unknown[][];
-          return rows.map((row) => row.map(asBytes));
+          // Charges not yet merged into billing_cache (migration 020; absent from older files).
+          const logged = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'billing_log'").get()
+            ? (db.prepare('SELECT account_seq, kind, key_hash, charged_at, ledger_seq FROM billing_log').raw().all() as unknown[][])
+            : [];
+          return [...rows, ...logged].map((row) => row.map(asBytes));
         } finally {
           db.close();
         }

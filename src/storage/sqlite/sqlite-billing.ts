@@ -8,6 +8,7 @@ import type { BillingPort, LookupCommit } from '../store.js';
 import type { Db } from './open-database.js';
 import type { SqliteOutbox } from './sqlite-outbox.js';
 import type { SqliteResults } from './sqlite-results.js';
+import { SqliteBillingIndex } from './sqlite-billing-index.js';
 
 /** What one batch's charges came to, inside the transaction that commits them. */
 export type KeysCharge = { ok: true } | { ok: false; billed: Set<string>[]; balance: number };
@@ -21,6 +22,7 @@ export class SqliteBilling implements BillingPort {
   private readonly stmts;
   /** Account ids never change their seq, so the mapping can be kept for the process's life. */
   private readonly seqs = new Map<string, number>();
+  private readonly index: SqliteBillingIndex;
 
   constructor(
     private readonly db: Db,
@@ -29,6 +31,7 @@ export class SqliteBilling implements BillingPort {
     /** The one place keys become billing-cache names: every statement below binds a BillingHash. */
     private readonly names: BillingKeys,
   ) {
+    this.index = new SqliteBillingIndex(db);
     this.stmts = {
       insertAccount: db.prepare('INSERT INTO accounts (id, email, password_hash, credits, status, created_at) VALUES (?, ?, ?, 0, ?, ?)'),
       accountSeq: db.prepare('SELECT seq FROM accounts WHERE id = ?'),
@@ -47,17 +50,8 @@ export class SqliteBilling implements BillingPort {
         'SELECT id, account_id AS accountId, delta, reason, kind, job_id AS jobId, created_at AS createdAt FROM ledger WHERE account_id = ? ORDER BY created_at, id',
       ),
       chargesForJob: db.prepare("SELECT COALESCE(-SUM(delta), 0) AS n FROM ledger WHERE job_id = ? AND reason = 'charge'"),
-      // One primary-key probe per hash given, in their order: a CROSS JOIN keeps SQLite from first
-      // sorting them into a temporary index, as `key_hash IN (SELECT ...)` makes it do. JSON carries
-      // no blobs, so the hashes go as hex; the answer is their positions in the list.
-      freshBilled: db.prepare(
-        'SELECT j.key AS i FROM json_each(?) j CROSS JOIN billing_cache b ON b.account_seq = ? AND b.kind = ? AND b.key_hash = unhex(j.value) WHERE b.charged_at > ?',
-      ),
       chargedKeys: db.prepare(
         'SELECT lower(hex(b.key_hash)) AS name FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE b.account_seq = ? AND l.job_id = ? ORDER BY b.key_hash',
-      ),
-      upsertBilling: db.prepare(
-        'INSERT INTO billing_cache (account_seq, kind, key_hash, charged_at, ledger_seq) VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_seq, kind, key_hash) DO UPDATE SET charged_at = excluded.charged_at, ledger_seq = excluded.ledger_seq',
       ),
       reservedByOthers: db.prepare(
         'SELECT COALESCE(SUM(amount), 0) AS n FROM credit_reservations WHERE account_id = ? AND NOT (job_id = ? AND chunk_index = ?)',
@@ -161,8 +155,15 @@ export class SqliteBilling implements BillingPort {
     return (this.stmts.chargesForJob.get(jobId) as { n: number }).n;
   }
 
+  /** Merges the billing log first, so that the answer is one table's (a write, but a rare call). */
   async chargedKeys(accountId: string, jobId: string): Promise<string[]> {
-    return (this.stmts.chargedKeys.all(this.seq(accountId), jobId) as { name: string }[]).map((r) => r.name);
+    const seq = this.seq(accountId);
+    return this.db
+      .transaction(() => {
+        this.index.mergeAll();
+        return (this.stmts.chargedKeys.all(seq, jobId) as { name: string }[]).map((r) => r.name);
+      })
+      .immediate();
   }
 
   keyName(kind: string, key: string): string {
@@ -253,9 +254,7 @@ export class SqliteBilling implements BillingPort {
   /** Of `keys` (whose hashes are `hashes`, same order), those the account paid for after `since`. */
   private billedAmongSync(accountId: string, kind: string, keys: readonly string[], hashes: readonly BillingHash[], since: number): Set<string> {
     if (keys.length === 0) return new Set();
-    const hex = JSON.stringify(hashes.map((h) => h.toString('hex')));
-    const rows = this.stmts.freshBilled.all(hex, this.seq(accountId), kind, since) as { i: number }[];
-    return new Set(rows.map((r) => keys[r.i]!));
+    return new Set([...this.index.billedAmong(this.seq(accountId), kind, hashes, since)].map((i) => keys[i]!));
   }
 
   private hashes(kind: string, keys: readonly string[]): BillingHash[] {
@@ -276,7 +275,8 @@ export class SqliteBilling implements BillingPort {
   /**
    * Charges one credit per key, by kind, inside the caller's transaction: one debit, one ledger line
    * per kind (its id derived from the batch, and the kind after the first, so a replayed batch
-   * collides on the ledger's unique id and the transaction fails), and a billing row per key. Writes
+   * collides on the ledger's unique id and the transaction fails), and a billing row per key. Every
+   * kind is checked before any is recorded (see SqliteBillingIndex.record). Writes
    * nothing and says what is true now when a key was billed since `since` or the spendable balance
    * (see spendableSync) is short.
    */
@@ -309,7 +309,7 @@ export class SqliteBilling implements BillingPort {
       }
       // The line's `seq` (its INTEGER PRIMARY KEY), not its id: billing rows stay small (migration 009).
       const ledgerSeq = Number(line.lastInsertRowid);
-      for (const hash of hashes[k]!) this.stmts.upsertBilling.run(seq, kind, hash, now, ledgerSeq);
+      this.index.record(seq, kind, hashes[k]!, now, ledgerSeq);
     });
     return { ok: true };
   }

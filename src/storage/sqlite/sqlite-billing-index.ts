@@ -1,0 +1,129 @@
+import type { BillingHash } from '../billing-key.js';
+import type { Db } from './open-database.js';
+
+/**
+ * Log rows merged into billing_cache at once. A merge writes each leaf page of billing_cache it
+ * touches once, however many of its keys arrive; at 1,000,000 keys (about 9,000 leaf pages) a
+ * merge of 65,536 touches most of them, against one page per key when keys went in a batch at a
+ * time. Bigger merges write less in all but hold the checkpoint that runs them longer and keep a
+ * bigger copy of the log in each process (about 100 bytes a row).
+ */
+export const BILLING_MERGE_ROWS = 65_536;
+
+/**
+ * The repeat-free billing cache as two tables: new charges appended to `billing_log` in the
+ * checkpoint that makes them (a rowid append), and `billing_cache`, a B-tree keyed by
+ * (account, kind, key hash) that the log is merged into, sorted, every BILLING_MERGE_ROWS charges
+ * (migration 020). A key is billed if either table says so.
+ *
+ * Each process keeps a copy of the log in memory, read on from the last seq it has seen, so that
+ * a check is one B-tree probe per key plus a Map lookup, with no index on the log to keep up. The
+ * copy holds committed rows only: it is read at the start of a check and never written from the
+ * caller's own appends, which the next check reads back once they have committed; a transaction
+ * that rolls back leaves the copy as it was. Seqs are AUTOINCREMENT and commits are serialised, so
+ * no row can commit below a seq already read. A merge (by any process) moves `merged_through`,
+ * and a copy read under an older mark is read again from the log.
+ *
+ * A check inside a write transaction sees everything committed before it, which is what charge-once
+ * rests on (the checkpoint checks, then appends, under SQLite's single writer). A check outside one
+ * (a plan's read) may miss a merge that commits between its two reads; it then reports a key
+ * unbilled that the checkpoint will find billed, and the batch is planned again.
+ */
+export class SqliteBillingIndex {
+  private readonly stmts;
+  /** The merge mark the copy was read under; -1 before the first read. */
+  private mergedThrough = -1;
+  /** Highest log seq in the copy. */
+  private seen = 0;
+  /** (account, kind, hash) → charged_at of the latest log row for it. */
+  private readonly tail = new Map<string, number>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly mergeRows = BILLING_MERGE_ROWS,
+  ) {
+    this.stmts = {
+      // One primary-key probe per hash given, in their order: a CROSS JOIN keeps SQLite from first
+      // sorting them into a temporary index, as `key_hash IN (SELECT ...)` makes it do. JSON carries
+      // no blobs, so the hashes go as hex; the answer is their positions in the list.
+      probe: db.prepare<[string, number, string, number], { i: number }>(
+        'SELECT j.key AS i FROM json_each(?) j CROSS JOIN billing_cache b ON b.account_seq = ? AND b.kind = ? AND b.key_hash = unhex(j.value) WHERE b.charged_at > ?',
+      ),
+      mark: db.prepare<[], number>('SELECT merged_through AS m FROM billing_merges WHERE id = 1').pluck(),
+      logAfter: db.prepare<[number], { seq: number; accountSeq: number; kind: string; hash: Buffer; chargedAt: number }>(
+        'SELECT seq, account_seq AS accountSeq, kind, key_hash AS hash, charged_at AS chargedAt FROM billing_log WHERE seq > ? ORDER BY seq',
+      ),
+      append: db.prepare('INSERT INTO billing_log (account_seq, kind, key_hash, charged_at, ledger_seq) VALUES (?, ?, ?, ?, ?)'),
+      // Sorted by key, so that billing_cache's pages are written in order, each once; a key logged
+      // twice (charged again after its window) ends with its latest row.
+      merge: db.prepare(
+        `INSERT INTO billing_cache (account_seq, kind, key_hash, charged_at, ledger_seq)
+           SELECT account_seq, kind, key_hash, charged_at, ledger_seq FROM billing_log WHERE seq <= ?
+            ORDER BY account_seq, kind, key_hash, seq
+         ON CONFLICT (account_seq, kind, key_hash) DO UPDATE SET charged_at = excluded.charged_at, ledger_seq = excluded.ledger_seq`,
+      ),
+      dropMerged: db.prepare('DELETE FROM billing_log WHERE seq <= ?'),
+      setMark: db.prepare('UPDATE billing_merges SET merged_through = ? WHERE id = 1'),
+      lastSeq: db.prepare<[], number | null>('SELECT max(seq) AS s FROM billing_log').pluck(),
+    };
+  }
+
+  /** Positions in `hashes` of those the account paid for under `kind` after `since`. */
+  billedAmong(accountSeq: number, kind: string, hashes: readonly BillingHash[], since: number): Set<number> {
+    if (hashes.length === 0) return new Set();
+    this.sync();
+    const hex = JSON.stringify(hashes.map((h) => h.toString('hex')));
+    const billed = new Set((this.stmts.probe.all(hex, accountSeq, kind, since) as { i: number }[]).map((r) => r.i));
+    if (this.tail.size > 0) {
+      hashes.forEach((hash, i) => {
+        if (!billed.has(i) && (this.tail.get(tailKey(accountSeq, kind, hash)) ?? -Infinity) > since) billed.add(i);
+      });
+    }
+    return billed;
+  }
+
+  /**
+   * Records charges inside the caller's write transaction, after `billedAmong` checked them in it,
+   * and no check may follow in that transaction: it would read the uncommitted rows into the copy,
+   * a rollback would take them back, and their seqs could go to another process's charges, which
+   * the copy would then never read. Merges the log when it has grown to `mergeRows`.
+   */
+  record(accountSeq: number, kind: string, hashes: readonly BillingHash[], now: number, ledgerSeq: number): void {
+    if (hashes.length === 0) return;
+    let last = 0;
+    for (const hash of hashes) last = Number(this.stmts.append.run(accountSeq, kind, hash, now, ledgerSeq).lastInsertRowid);
+    if (last - this.mergedThrough >= this.mergeRows) this.mergeThrough(last);
+  }
+
+  /** Moves the whole log into billing_cache, inside the caller's write transaction. */
+  mergeAll(): void {
+    const last = this.stmts.lastSeq.get() ?? null;
+    if (last !== null) this.mergeThrough(last);
+  }
+
+  private mergeThrough(seq: number): void {
+    this.stmts.merge.run(seq);
+    this.stmts.dropMerged.run(seq);
+    this.stmts.setMark.run(seq);
+    // The copy is left as it is: the next read sees the new mark (if this transaction commits) and
+    // reads the log again.
+  }
+
+  /** Reads on from the copy's last seq, or the whole log again after a merge. */
+  private sync(): void {
+    const mark = this.stmts.mark.get()!;
+    if (mark !== this.mergedThrough) {
+      this.tail.clear();
+      this.mergedThrough = mark;
+      this.seen = mark;
+    }
+    for (const row of this.stmts.logAfter.iterate(this.seen)) {
+      this.tail.set(tailKey(row.accountSeq, row.kind, row.hash), row.chargedAt);
+      this.seen = row.seq;
+    }
+  }
+}
+
+function tailKey(accountSeq: number, kind: string, hash: Buffer): string {
+  return `${accountSeq}\0${kind}\0${hash.toString('latin1')}`;
+}
