@@ -1,5 +1,6 @@
 import { AppError, ERROR_CODES } from '../src/shared/errors.js';
 import { companyPipeline } from './company.js';
+import { emailBreachesPipeline } from './email-breaches.js';
 import { genderPipeline } from './gender.js';
 import { phoneBreachesPipeline } from './phone-breaches.js';
 import type { Pipeline } from './pipeline.js';
@@ -9,6 +10,7 @@ export const PIPELINES = {
   gender: genderPipeline,
   phone_breaches: phoneBreachesPipeline,
   company: companyPipeline,
+  email_breaches: emailBreachesPipeline,
 } as const;
 
 export type JobType = keyof typeof PIPELINES;

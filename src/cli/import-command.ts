@@ -1,19 +1,18 @@
 import fs from 'node:fs';
-import { normalisePhone, parseCountry } from '../../pipelines/phone-breaches.js';
+import { parseCountry } from '../../pipelines/phone-breaches.js';
 import type { Engine } from '../jobs/engine.js';
 import { readCsvRows } from '../jobs/csv-reader.js';
 import { companyHeader, parseCompanyMap, type CompanyHeader, type CompanyMapping } from '../lookups/company/company-header.js';
 import { companyLine } from '../lookups/company/company-records.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
-import type { BreachRow, CompanyRecord } from '../storage/records.js';
-import type { BreachesPort, CompaniesPort } from '../storage/store.js';
+import type { CompanyRecord } from '../storage/records.js';
+import type { CompaniesPort } from '../storage/store.js';
+import { breachForm, type BreachForm, type BreachTargets } from './breach-forms.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 
 export const IMPORT_USAGE_LINES = ['sluice import breaches FILE [--default-country CC] [--json]', 'sluice import companies FILE [--map "Header=column"]... [--json]'] as const;
 export const IMPORT_USAGE = IMPORT_USAGE_LINES.join('\n  ');
 
-const COLUMNS = ['phone', 'breach', 'breached_at'] as const;
-const MAX_BREACH_NAME = 200;
 /** Bad rows listed by number; the rest are only counted, so a broken export does not flood the terminal. */
 const LISTED_INVALID = 10;
 
@@ -63,7 +62,7 @@ export async function importCommand(engine: Engine, args: string[], io: CliIo): 
   }
   const file = existingFile(positionals[0]!);
   const progress = values.json ? undefined : progressLine(io.stderr, 'breaches');
-  const summary = await importBreaches(engine.deps.store.breaches, fs.createReadStream(file), {
+  const summary = await importBreaches(engine.deps.store, fs.createReadStream(file), {
     maxLineBytes: engine.config.jobs.maxLineBytes,
     defaultCountry,
     onBatch: progress?.update,
@@ -128,40 +127,34 @@ function countWarning(summary: CompanyImportSummary, column: string, code: strin
 }
 
 /**
- * Loads a breach list into the index. A (phone, breach) pair is stored once: a line that repeats
- * one already held (from this file or an earlier import) is skipped and the first date stays.
+ * Loads a breach list into the phone or the email index, by the file's header (`breachForm`). A
+ * (key, breach) pair is stored once: a line that repeats one already held (from this file or an
+ * earlier import) is skipped and the first date (and data classes) stay.
  */
 export async function importBreaches(
-  breaches: BreachesPort,
+  targets: BreachTargets,
   source: AsyncIterable<Buffer | Uint8Array>,
   options: { maxLineBytes: number; defaultCountry?: string | undefined; onBatch?: ((summary: ImportSummary) => void) | undefined },
 ): Promise<ImportSummary> {
   const summary: ImportSummary = { rows: 0, imported: 0, skipped: 0, invalid: 0, invalid_by_code: {}, first_invalid: [] };
-  const invalid = (code: string) => countInvalid(summary, code);
-  let columns: number[] | undefined;
+  let form: BreachForm | undefined;
   for await (const batch of readCsvRows(source, { maxLineBytes: options.maxLineBytes })) {
-    const rows: BreachRow[] = [];
     for (const cells of batch) {
-      if (columns === undefined) {
-        columns = headerColumns(cells);
+      if (form === undefined) {
+        form = breachForm(cells, targets, options.defaultCountry);
         continue;
       }
       summary.rows++;
-      const [phoneAt, breachAt, dateAt] = columns as [number, number, number];
-      const phone = normalisePhone(cells[phoneAt] ?? '', { defaultCountry: options.defaultCountry });
-      const breach = (cells[breachAt] ?? '').trim();
-      const date = (cells[dateAt] ?? '').trim();
-      if (!phone.ok) invalid(phone.code);
-      else if (breach === '' || breach.length > MAX_BREACH_NAME) invalid(ERROR_CODES.invalidBreach);
-      else if (date !== '' && !isIsoDate(date)) invalid(ERROR_CODES.invalidDate);
-      else rows.push({ phone: phone.key, breach, breachedAt: date === '' ? null : date });
+      const code = form.read(cells);
+      if (code !== undefined) countInvalid(summary, code);
     }
-    const added = rows.length === 0 ? 0 : await breaches.add(rows);
+    if (form === undefined) continue;
+    const { rows, added } = await form.flush();
     summary.imported += added;
-    summary.skipped += rows.length - added;
+    summary.skipped += rows - added;
     options.onBatch?.(summary);
   }
-  if (columns === undefined) throw new AppError(ERROR_CODES.noRows, 'the file has no rows');
+  if (form === undefined) throw new AppError(ERROR_CODES.noRows, 'the file has no rows');
   return summary;
 }
 
@@ -216,25 +209,6 @@ export async function importCompanies(
   }
   if (header === undefined) throw new AppError(ERROR_CODES.noRows, 'the file has no rows');
   return summary;
-}
-
-/** Where phone, breach and breached_at are; the header names them, in any order and case. */
-function headerColumns(header: string[]): number[] {
-  const names = header.map((cell) => cell.trim().toLowerCase());
-  const missing = COLUMNS.filter((name) => !names.includes(name));
-  if (missing.length > 0) {
-    throw new AppError(ERROR_CODES.columnNotFound, `the header row needs the columns ${COLUMNS.join(', ')}; missing: ${missing.join(', ')}`, {
-      details: { missing },
-    });
-  }
-  return COLUMNS.map((name) => names.indexOf(name));
-}
-
-/** A real calendar date written `YYYY-MM-DD`; `2023-02-30` is refused, not rolled over. */
-function isIsoDate(text: string): boolean {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false;
-  const date = new Date(`${text}T00:00:00Z`);
-  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === text;
 }
 
 /** A redrawn line on a terminal, a plain line every 2 seconds elsewhere (as `sluice run` does). */

@@ -18,7 +18,7 @@ import { ensureLocalAccount } from './local-account.js';
 import { progressReporter } from './progress.js';
 
 export const RUN_USAGE =
-  'sluice run FILE [--type gender|phone_breaches|company[,...]] [--lookup TYPE[:COLUMN]]... [--account ID] [--column NAME] [--default-country CC] [--country-column NAME] [--delimiter comma|semicolon|tab|pipe] [--encoding utf-8|utf-16le|utf-16be|windows-1252|iso-8859-1] [--excel] [--max-error-rate R] [--out DIR] [--dry-run] [--json]';
+  'sluice run FILE [--type gender|phone_breaches|company|email_breaches[,...]] [--lookup TYPE[:COLUMN]]... [--account ID] [--column NAME] [--default-country CC] [--country-column NAME] [--delimiter comma|semicolon|tab|pipe] [--encoding utf-8|utf-16le|utf-16be|windows-1252|iso-8859-1] [--excel] [--max-error-rate R] [--out DIR] [--dry-run] [--json]';
 
 export interface RunResult {
   summary: JobSummary;

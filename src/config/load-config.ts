@@ -40,7 +40,7 @@ export interface Config {
  * The lookup kinds a remote service can answer, by the kind names the lookups use (config may not
  * import the lookups; open-engine checks at compile time that its engines cover exactly these).
  */
-export const REMOTE_CAPABLE_KINDS = ['gender', 'phone_breaches', 'company'] as const;
+export const REMOTE_CAPABLE_KINDS = ['gender', 'phone_breaches', 'company', 'email_breaches'] as const;
 export type RemoteCapableKind = (typeof REMOTE_CAPABLE_KINDS)[number];
 
 /** One lookup's remote service; an unset URL means its embedded engine. */
@@ -51,8 +51,8 @@ export interface RemoteService {
 }
 
 /**
- * Where each lookup is answered: `providers.gender`, `providers.phone_breaches` and
- * `providers.company`, one per kind; the limits below are shared by every remote service.
+ * Where each lookup is answered: `providers.gender`, `providers.phone_breaches`,
+ * `providers.company` and `providers.email_breaches`, one per kind; the limits below are shared by every remote service.
  */
 export interface ProviderConfig extends Readonly<Record<RemoteCapableKind, RemoteService>> {
   readonly timeoutMs: number;
@@ -180,6 +180,8 @@ export const SETTINGS = {
   phoneProviderAuth: optionalText('SLUICE_PHONE_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote phone-breach service, e.g. `Bearer ...`.'),
   companyProviderUrl: optionalUrl('SLUICE_COMPANY_PROVIDER_URL', 'Remote company lookup service (see "Remote lookup providers"). Unset: the embedded company directory.'),
   companyProviderAuth: optionalText('SLUICE_COMPANY_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote company service, e.g. `Bearer ...`.'),
+  emailBreachProviderUrl: optionalUrl('SLUICE_EMAIL_BREACH_PROVIDER_URL', 'Remote email-breach lookup service (see "Remote lookup providers"). Unset: the embedded email breach index.'),
+  emailBreachProviderAuth: optionalText('SLUICE_EMAIL_BREACH_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote email-breach service, e.g. `Bearer ...`.'),
   providerTimeoutMs: int('SLUICE_PROVIDER_TIMEOUT_MS', 10_000, 100, 600_000, 'Time allowed for one request to a remote lookup service.'),
   providerMaxBatch: int('SLUICE_PROVIDER_MAX_BATCH', 100, 1, 10_000, 'Keys per request to a remote lookup service (1 for a service that takes one key at a time).'),
   providerConnections: int('SLUICE_PROVIDER_CONNECTIONS', 64, 1, 10_000, 'Keep-alive connections per remote lookup service and process; also its requests in flight.'),
@@ -251,6 +253,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       gender: { url: read(s.genderProviderUrl), auth: read(s.genderProviderAuth) },
       phone_breaches: { url: read(s.phoneProviderUrl), auth: read(s.phoneProviderAuth) },
       company: { url: read(s.companyProviderUrl), auth: read(s.companyProviderAuth) },
+      email_breaches: { url: read(s.emailBreachProviderUrl), auth: read(s.emailBreachProviderAuth) },
       timeoutMs: read(s.providerTimeoutMs),
       connections: read(s.providerConnections),
       maxBatch: read(s.providerMaxBatch),

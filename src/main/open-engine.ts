@@ -17,6 +17,7 @@ import { EmbeddedGenderEngine } from '../lookups/gender/embedded-gender-engine.j
 import { Limiters } from '../lookups/limiters.js';
 import { SlotHolder } from '../lookups/shared-semaphore.js';
 import { EmbeddedBreachIndex, PHONE_BREACHES_KIND } from '../lookups/phone/embedded-breach-index.js';
+import { EMAIL_BREACHES_KIND, EmbeddedEmailBreachIndex } from '../lookups/email/embedded-email-breach-index.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
 import { CircuitBreaker } from '../lookups/remote/circuit-breaker.js';
 import { RemoteLookupProvider } from '../lookups/remote/remote-provider.js';
@@ -114,6 +115,7 @@ function openProviders(config: Config, store: Store): { providers: Map<string, L
     gender: () => new EmbeddedGenderEngine(),
     [PHONE_BREACHES_KIND]: () => new EmbeddedBreachIndex(store.breaches),
     [COMPANY_KIND]: () => new EmbeddedCompanyDirectory(store.companies),
+    [EMAIL_BREACHES_KIND]: () => new EmbeddedEmailBreachIndex(store.emailBreaches),
   } satisfies Record<RemoteCapableKind, () => LookupProvider>;
   const providers = new Map<string, LookupProvider>();
   const remotes: RemoteLookupProvider[] = [];

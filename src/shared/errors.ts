@@ -44,6 +44,8 @@ export const ERROR_CODES = {
   // rows of a breach index import (counted and reported, never fatal)
   invalidBreach: 'invalid_breach',
   invalidDate: 'invalid_date',
+  /** An email breach line whose data classes are too many or too long to be exposed data. */
+  invalidDataClasses: 'invalid_data_classes',
   // company lookups: a key over the length limit; rows of a company directory import
   companyTooLong: 'company_too_long',
   invalidDomain: 'invalid_domain',

@@ -3,9 +3,10 @@
  * imports forget (the lookups name them so too: the storage layer may not import the lookups), and
  * how a misspelt company name is cut into pieces for the spelling search.
  */
-import type { BreachRecord } from './records.js';
+import type { BreachRecord, EmailBreachRecord } from './records.js';
 
 export const PHONE_BREACHES_KIND = 'phone_breaches';
+export const EMAIL_BREACHES_KIND = 'email_breaches';
 export const COMPANY_KIND = 'company';
 
 /**
@@ -29,4 +30,21 @@ export function breachesByPhone(rows: Iterable<{ phone: string; breach: string; 
     else records.push(record);
   }
   return byPhone;
+}
+
+/** The separator of stored data classes; the import refuses a class that holds it. */
+export const DATA_CLASS_SEPARATOR = ';';
+
+/** Email breach rows, in the order the query gave them, grouped by address. */
+export function breachesByEmail(
+  rows: Iterable<{ email: string; breach: string; breached_at: string | null; data_classes: string }>,
+): Map<string, EmailBreachRecord[]> {
+  const byEmail = new Map<string, EmailBreachRecord[]>();
+  for (const row of rows) {
+    const record = { breach: row.breach, breachedAt: row.breached_at, dataClasses: row.data_classes === '' ? [] : row.data_classes.split(DATA_CLASS_SEPARATOR) };
+    const records = byEmail.get(row.email);
+    if (records === undefined) byEmail.set(row.email, [record]);
+    else records.push(record);
+  }
+  return byEmail;
 }

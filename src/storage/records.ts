@@ -116,6 +116,23 @@ export interface BreachRecord {
   breachedAt: string | null;
 }
 
+export interface EmailBreachRow {
+  /** Lower case, as the email pipelines normalise it. */
+  email: string;
+  breach: string;
+  /** ISO date, or null when unknown. */
+  breachedAt: string | null;
+  /** Exposed data as the source names it; none of them holds a `;` (the stored separator). */
+  dataClasses: readonly string[];
+}
+
+export interface EmailBreachRecord {
+  breach: string;
+  /** Null when the source did not say when the breach happened. */
+  breachedAt: string | null;
+  dataClasses: string[];
+}
+
 /** One company as the directory stores it. */
 export interface CompanyRecord {
   name: string;

@@ -11,6 +11,8 @@ import type {
   CompanyRow,
   CompanyWrite,
   Delivery,
+  EmailBreachRecord,
+  EmailBreachRow,
   IdempotencyClaim,
   LedgerEntry,
   NewWebhookRow,
@@ -44,6 +46,7 @@ export interface Store {
   readonly webhooks: WebhooksPort;
   readonly deliveries: DeliveriesPort;
   readonly breaches: BreachesPort;
+  readonly emailBreaches: EmailBreachesPort;
   readonly companies: CompaniesPort;
   readonly limits: LimitsPort;
   readonly audit: AuditPort;
@@ -413,6 +416,16 @@ export interface BreachesPort {
   records(phones: readonly string[]): Promise<Map<string, BreachRecord[]>>;
   /** New (phone, breach) pairs, and the cached answers of their numbers forgotten. Atomic. */
   add(rows: readonly BreachRow[]): Promise<number>;
+}
+
+export interface EmailBreachesPort {
+  /** Each address's records, by date (undated last), then breach name in byte order: a fixed order. */
+  records(emails: readonly string[]): Promise<Map<string, EmailBreachRecord[]>>;
+  /**
+   * New (email, breach) pairs, and the cached answers of their addresses forgotten; a pair already
+   * held keeps its date and data classes. Atomic; returns how many pairs were new.
+   */
+  add(rows: readonly EmailBreachRow[]): Promise<number>;
 }
 
 export const COMPANY_KEYS = { domain: 'domain', name: 'name_key', core: 'core_key' } as const;

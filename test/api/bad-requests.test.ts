@@ -234,6 +234,13 @@ const rows: Row[] = [
     { name: 'gender: unknown key', method: 'POST', url, auth: 'wrong', body: { email: 'maria@example.com' }, status: 401, error: 'bad key' },
     { name: 'gender: no key and an invalid body: auth comes first', method: 'POST', url, auth: 'none', body: '[]', contentType: JSON_TYPE, status: 401, error: 'API key required' },
   ]),
+  // Email breaches
+  { name: 'email breaches: email missing', method: 'POST', url: '/api/lookup/email/breaches', auth: 'key', body: {}, status: 422, error: INVALID_REQUEST },
+  { name: 'email breaches: email a number', method: 'POST', url: '/api/lookup/email/breaches', auth: 'key', body: { email: 7 }, status: 422, error: INVALID_REQUEST },
+  { name: 'email breaches: email malformed', method: 'POST', url: '/api/lookup/email/breaches', auth: 'key', body: { email: 'maria@' }, status: 400, error: 'Invalid email address' },
+  { name: 'email breaches: malformed JSON', method: 'POST', url: '/api/lookup/email/breaches', auth: 'key', body: '{"email":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'email breaches: no key', method: 'POST', url: '/api/lookup/email/breaches', auth: 'none', body: { email: 'maria@example.com' }, status: 401, error: 'Unauthorized' },
+  { name: 'GET email breaches', method: 'GET', url: '/api/lookup/email/breaches', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
   // Phone
   { name: 'agent phone: no query', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: {}, status: 400, error: /^query is required/ },
   { name: 'agent phone: a number without country code', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: { query: '030 1234567' }, status: 400, error: /^Invalid phone number/ },

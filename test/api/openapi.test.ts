@@ -31,6 +31,7 @@ const OPERATIONS = [
   'GET /api/account',
   'POST /api/email/gender',
   'POST /api/lookup/email/gender',
+  'POST /api/lookup/email/breaches',
   'POST /api/webhooks',
   'GET /api/webhooks',
   'PUT /api/webhooks',

@@ -60,6 +60,8 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   phoneProviderAuth: (c) => c.providers.phone_breaches.auth,
   companyProviderUrl: (c) => c.providers.company.url,
   companyProviderAuth: (c) => c.providers.company.auth,
+  emailBreachProviderUrl: (c) => c.providers.email_breaches.url,
+  emailBreachProviderAuth: (c) => c.providers.email_breaches.auth,
   providerTimeoutMs: (c) => c.providers.timeoutMs,
   providerConnections: (c) => c.providers.connections,
   providerMaxBatch: (c) => c.providers.maxBatch,

@@ -5,6 +5,7 @@ import { PgAudit } from './pg-audit.js';
 import { PgBilling } from './pg-billing.js';
 import { PgBreaches } from './pg-breaches.js';
 import { PgCompanies } from './pg-companies.js';
+import { PgEmailBreaches } from './pg-email-breaches.js';
 import { migratePostgres, PgDatabase } from './pg-database.js';
 import { PgDeliveries } from './pg-deliveries.js';
 import { PgIdempotency } from './pg-idempotency.js';
@@ -43,6 +44,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     webhooks: new PgWebhooks(db),
     deliveries: new PgDeliveries(db),
     breaches: new PgBreaches(db),
+    emailBreaches: new PgEmailBreaches(db),
     companies: new PgCompanies(db),
     limits: new PgLimits(db),
     audit: new PgAudit(db),

@@ -4,6 +4,7 @@ import { SqliteAudit } from './sqlite-audit.js';
 import { SqliteBilling } from './sqlite-billing.js';
 import { SqliteBreaches } from './sqlite-breaches.js';
 import { SqliteCompanies } from './sqlite-companies.js';
+import { SqliteEmailBreaches } from './sqlite-email-breaches.js';
 import { SqliteDeliveries } from './sqlite-deliveries.js';
 import { SqliteIdempotency } from './sqlite-idempotency.js';
 import { SqliteJobs } from './sqlite-jobs.js';
@@ -38,6 +39,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     webhooks: new SqliteWebhooks(db),
     deliveries: new SqliteDeliveries(db),
     breaches: new SqliteBreaches(db),
+    emailBreaches: new SqliteEmailBreaches(db),
     companies: new SqliteCompanies(db),
     limits: new SqliteLimits(db),
     audit: new SqliteAudit(db),
