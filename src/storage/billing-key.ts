@@ -1,4 +1,5 @@
 import { createHmac, hkdfSync } from 'node:crypto';
+import { BillingHasher } from './billing-hasher.js';
 
 /**
  * What the billing cache stores in place of a lookup key: 16 bytes that answer "did this account
@@ -17,6 +18,9 @@ export const BILLING_HASH_BYTES = 16;
  * generations of 16,384 hold several batches, a few MB at most whatever the file's size.
  */
 const MEMO_GENERATION = 16_384;
+
+/** Fewer keys than this are hashed on the caller's thread: a message each way costs more. */
+const OFF_THREAD_MIN = 64;
 
 /** HKDF info: the seal key is never used directly for a second purpose. Versioned with the format. */
 const BILLING_KEY_INFO = 'sluice billing-cache v1';
@@ -42,7 +46,10 @@ export class BillingKeys {
   constructor(sealKey: Buffer) {
     this.key = Buffer.from(hkdfSync('sha256', sealKey, Buffer.alloc(0), BILLING_KEY_INFO, 32));
     this.fingerprint = sealKeyFingerprint(sealKey);
+    this.hasher = new BillingHasher(this.key);
   }
+
+  private readonly hasher: BillingHasher;
 
   /** Of the seal key these names derive from; compared with the database's before any migration. */
   readonly fingerprint: string;
@@ -55,13 +62,44 @@ export class BillingKeys {
     let hash = this.current.get(message) ?? this.previous.get(message);
     if (hash === undefined) {
       hash = createHmac('sha256', this.key).update(message).digest().subarray(0, BILLING_HASH_BYTES) as BillingHash;
-      if (this.current.size >= MEMO_GENERATION) {
-        this.previous = this.current;
-        this.current = new Map();
-      }
-      this.current.set(message, hash);
+      this.remember(message, hash);
     }
     return hash;
+  }
+
+  /**
+   * As `hash` for each key, those not remembered hashed on a thread of their own (BillingHasher), so
+   * that the batch's later `hash` calls, in its checkpoint, find them. A thread that fails is
+   * not the batch's failure: the keys are then hashed here.
+   */
+  async hashMany(kind: string, keys: readonly string[]): Promise<BillingHash[]> {
+    const hashes: (BillingHash | undefined)[] = keys.map((key) => this.current.get(`${kind}\0${key}`) ?? this.previous.get(`${kind}\0${key}`));
+    const missing = keys.filter((_, i) => hashes[i] === undefined);
+    if (missing.length >= OFF_THREAD_MIN) {
+      const made = await this.hasher.hash(kind, missing).catch(() => undefined);
+      if (made) {
+        let next = 0;
+        hashes.forEach((hash, i) => {
+          if (hash !== undefined) return;
+          hashes[i] = made[next++]!;
+          this.remember(`${kind}\0${keys[i]}`, hashes[i]!);
+        });
+      }
+    }
+    return hashes.map((hash, i) => hash ?? this.hash(kind, keys[i]!));
+  }
+
+  /** Ends the hashing thread, if one was started. */
+  close(): Promise<void> {
+    return this.hasher.close();
+  }
+
+  private remember(message: string, hash: BillingHash): void {
+    if (this.current.size >= MEMO_GENERATION) {
+      this.previous = this.current;
+      this.current = new Map();
+    }
+    this.current.set(message, hash);
   }
 
   /** As `hash`, as the lowercase hex that `chargedKeys` answers with. */

@@ -145,7 +145,7 @@ export class PgBilling implements BillingPort {
       `SELECT t.i::int AS i FROM unnest($3::bytea[]) WITH ORDINALITY AS t(key_hash, i)
          JOIN billing_cache b ON b.account_seq = $1 AND b.kind = $2 AND b.key_hash = t.key_hash
         WHERE b.charged_at > $4`,
-      [await this.seq(accountId), kind, keys.map((key) => this.names.hash(kind, key)), since],
+      [await this.seq(accountId), kind, await this.names.hashMany(kind, keys), since],
     );
     return new Set(rows.map((r) => keys[r.i - 1]!));
   }

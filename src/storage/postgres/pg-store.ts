@@ -52,6 +52,9 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     async ping() {
       await db.query('SELECT 1');
     },
-    close: () => db.close(),
+    close: async () => {
+      await db.close();
+      await names.close();
+    },
   };
 }

@@ -171,7 +171,7 @@ export class SqliteBilling implements BillingPort {
   }
 
   async freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Promise<Set<string>> {
-    return this.freshlyBilledSync(accountId, kind, keys, since);
+    return this.billedAmongSync(accountId, kind, keys, await this.names.hashMany(kind, keys), since);
   }
 
   async reserve(accountId: string, jobId: string, chunkIndex: number, wanted: number): Promise<number> {

@@ -49,6 +49,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     },
     async close() {
       db.close();
+      await names.close();
     },
   };
 }
