@@ -4,6 +4,7 @@ import type { RateLimiter } from '../auth/rate-limiter.js';
 import type { SessionStore } from '../auth/session-store.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { JobService } from '../jobs/job-service.js';
+import type { MonitorService } from '../monitors/monitor-service.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
 export interface ApiSettings {
@@ -26,6 +27,7 @@ export interface ApiDeps {
   readonly rateLimiter: RateLimiter;
   readonly idempotency: IdempotencyStore;
   readonly webhooks: Webhooks;
+  readonly monitors: MonitorService;
   readonly settings: ApiSettings;
   /** Database and object store reachable: what /readyz reports. */
   readonly ready: () => Promise<void>;

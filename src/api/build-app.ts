@@ -22,6 +22,9 @@ import { keyRoutes } from './routes/key-routes.js';
 import { phoneRoutes } from './routes/phone-routes.js';
 import { resumeRoutes } from './routes/resume-routes.js';
 import { metricsRoutes } from './routes/metrics-routes.js';
+import { listRoutes } from './routes/list-routes.js';
+import { listForm } from './routes/monitor-schemas.js';
+import { monitorRoutes } from './routes/monitor-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 
 /** JSON bodies are small everywhere; uploads go through multipart with their own limit. */
@@ -112,6 +115,8 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
       const { openapiObject } = documents;
       const bulk = (openapiObject as { paths?: Record<string, Record<string, Record<string, unknown>>> }).paths?.['/api/jobs/bulk']?.post;
       if (bulk) bulk.requestBody = BULK_UPLOAD_BODY;
+      const lists = (openapiObject as { paths?: Record<string, Record<string, { requestBody?: { content: Record<string, unknown> } }>> }).paths?.['/api/lists']?.post;
+      if (lists?.requestBody) lists.requestBody.content['multipart/form-data'] = { schema: listForm };
       return openapiObject;
     },
   });
@@ -138,6 +143,8 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => accountRoutes(scope, deps));
   await app.register(async (scope) => resumeRoutes(scope, deps));
   await app.register(async (scope) => metricsRoutes(scope, deps));
+  await app.register(async (scope) => monitorRoutes(scope, deps));
+  await app.register(async (scope) => listRoutes(scope, deps));
   await app.register(async (scope) => dashboardRoutes(scope));
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

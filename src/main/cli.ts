@@ -5,6 +5,8 @@ import { demoCommand, DEMO_USAGE } from './demo.js';
 import { importCommand, IMPORT_USAGE } from '../cli/import-command.js';
 import { jobsCommand, JOBS_USAGE } from '../cli/jobs-command.js';
 import { keysCommand, KEYS_USAGE } from '../cli/keys-command.js';
+import { listsCommand, LISTS_USAGE } from '../cli/lists-command.js';
+import { monitorsCommand, MONITORS_USAGE } from '../cli/monitors-command.js';
 import { runCommand, RUN_USAGE } from '../cli/run-command.js';
 import { serveCommand, SERVE_USAGE } from './serve.js';
 import { workerCommand, WORKER_USAGE } from '../cli/worker-command.js';
@@ -23,6 +25,8 @@ usage:
   ${JOBS_USAGE.join('\n  ')}
   ${ACCOUNTS_USAGE.join('\n  ')}
   ${KEYS_USAGE.join('\n  ')}
+  ${MONITORS_USAGE.join('\n  ')}
+  ${LISTS_USAGE.join('\n  ')}
   ${IMPORT_USAGE}
   ${DEMO_USAGE}
 
@@ -39,6 +43,8 @@ const COMMAND_USAGE: Record<string, readonly string[]> = {
   jobs: JOBS_USAGE,
   accounts: ACCOUNTS_USAGE,
   keys: KEYS_USAGE,
+  monitors: MONITORS_USAGE,
+  lists: LISTS_USAGE,
   import: IMPORT_USAGE.split('\n  '),
   demo: [DEMO_USAGE],
 };
@@ -71,6 +77,8 @@ const COMMANDS: Record<string, Command> = {
   jobs: jobsCommand,
   accounts: accountsCommand,
   keys: keysCommand,
+  monitors: monitorsCommand,
+  lists: listsCommand,
   import: importCommand,
 };
 

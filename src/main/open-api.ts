@@ -3,6 +3,7 @@ import type { ApiDeps } from '../api/api-deps.js';
 import { buildApp } from '../api/build-app.js';
 import { IdempotencyStore } from '../api/idempotency-store.js';
 import { RateLimiter } from '../auth/rate-limiter.js';
+import { monitorServiceOf } from '../monitors/monitor-service.js';
 import type { Engine } from './open-engine.js';
 
 /** The API's dependencies over an open engine: the one place that wires the HTTP layer. */
@@ -16,6 +17,7 @@ export function apiDeps(engine: Engine): ApiDeps {
     rateLimiter: new RateLimiter(deps.store.limits),
     idempotency: new IdempotencyStore(deps.store.idempotency),
     webhooks: engine.webhooks,
+    monitors: monitorServiceOf(deps),
     settings: {
       maxUploadBytes: config.api.maxUploadBytes,
       rateLimitPerMinute: config.api.rateLimitPerMinute,

@@ -96,6 +96,19 @@ export const ERROR_CODES = {
   tooManyWebhooks: 'too_many_webhooks',
   /** A delivery never sent: its account already had MAX_PENDING_DELIVERIES_PER_ACCOUNT pending. */
   backlogFull: 'backlog_full',
+  // monitors and target lists
+  monitorNotFound: 'monitor_not_found',
+  listNotFound: 'list_not_found',
+  /** A monitor type that is no type of spec 2.8. */
+  unknownMonitorType: 'unknown_monitor_type',
+  /** A type spec 2.8 names (domain, ip, darkweb) whose lookup Sluice does not have yet. */
+  monitorTypeUnsupported: 'monitor_type_unsupported',
+  /** A tracked field that the monitor type's results do not have. */
+  unknownTrackedField: 'unknown_tracked_field',
+  /** A list or monitor would hold more than MAX_TARGETS targets. */
+  tooManyTargets: 'too_many_targets',
+  /** A run by hand while another run of the monitor is queued or running. */
+  runInProgress: 'run_in_progress',
   internal: 'internal',
 } as const;
 

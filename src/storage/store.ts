@@ -2,6 +2,18 @@ import type { SharedRecords } from '../shared/shared-records.js';
 import type { JobStatus } from './job-states.js';
 import type { BatchOutput, ChunkRecord, JobOptions, JobRecord, Lease, PhoneCountryCounts, RowCounters, StoredOutput } from './job-records.js';
 import type {
+  MonitorChanges,
+  MonitorRecord,
+  MonitorRunRecord,
+  MonitoringTarget,
+  MonitorStatus,
+  MonitorTarget,
+  MonitorType,
+  NewMonitor,
+  Page,
+  TargetListRecord,
+} from './monitor-records.js';
+import type {
   Account,
   ApiKeyRow,
   AttemptRecord,
@@ -51,6 +63,7 @@ export interface Store {
   readonly limits: LimitsPort;
   readonly audit: AuditPort;
   readonly retention: RetentionPort;
+  readonly monitors: MonitorsPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -558,4 +571,94 @@ export interface RetentionPort {
    * returns how many. Pending ones stay.
    */
   purgeDeliveries(before: number, limit: number): Promise<number>;
+}
+
+/**
+ * Target lists, monitors, their targets and the durable schedule. Every operation takes the
+ * caller's account and touches only that account's rows: another account's monitor or list reads
+ * as absent (`undefined`, `false`, or `monitor_not_found` / `list_not_found`, 404).
+ *
+ * Counts (`targetCount`) are kept on the list and monitor rows by the same transaction that adds
+ * or removes targets, so no request counts a million rows.
+ */
+export interface MonitorsPort {
+  /** A list in `importing` state with no targets yet. Atomic (one insert). */
+  createList(input: { id: string; accountId: string; name: string; type: MonitorType; sourceKey: string | null; now: number }): Promise<TargetListRecord>;
+  /**
+   * Adds a batch of normalised targets to an importing list, ignoring those it holds; returns how
+   * many were new. Atomic: the batch and the count change commit together. `too_many_targets`
+   * (413) past MAX_TARGETS, with nothing of the batch written. Serialised per list (a row lock on
+   * PostgreSQL), so two batches racing cannot both pass the cap.
+   */
+  addListTargets(listId: string, targets: readonly string[]): Promise<number>;
+  /** Records the import's counts and makes the list `ready`. Atomic (one update). */
+  finishList(listId: string, counts: { invalidCount: number; duplicateCount: number; invalidByCode: Record<string, number> }): Promise<TargetListRecord>;
+  getList(accountId: string, id: string): Promise<TargetListRecord | undefined>;
+  /** Every list of the account (spec 8: contact lists are not paginated), newest first. A read. */
+  lists(accountId: string, type?: MonitorType): Promise<TargetListRecord[]>;
+  /** The list and its targets; monitors it seeded keep their own copies. Atomic. */
+  removeList(accountId: string, id: string): Promise<boolean>;
+
+  /**
+   * A new active monitor whose first run is due at `startAt`, seeded with a ready list's targets
+   * and/or `targets`. Atomic: the monitor and its targets commit together. `list_not_found` (404),
+   * `invalid_state` (409) for a list still importing, `invalid_request` (422) for a list of
+   * another type, `too_many_targets` (413).
+   */
+  create(monitor: NewMonitor, seed?: { listId?: string | undefined; targets?: readonly string[] | undefined }): Promise<MonitorRecord>;
+  get(accountId: string, id: string): Promise<MonitorRecord | undefined>;
+  /** Oldest first. The page and the total are two reads: a monitor made between them may show in one only. */
+  list(accountId: string, filter: Page & { type?: MonitorType | undefined; status?: MonitorStatus | undefined }): Promise<{ monitors: MonitorRecord[]; total: number }>;
+  /**
+   * Changes the given fields. A new frequency re-anchors the schedule on the current next_run_at,
+   * so the run already due keeps its time and the new period counts from it. Serialised on the row
+   * (one conditional update); undefined when the monitor is not the account's.
+   */
+  update(accountId: string, id: string, changes: MonitorChanges, now: number): Promise<MonitorRecord | undefined>;
+  /** Paused: the schedule skips it. Idempotent. One update. */
+  pause(accountId: string, id: string, now: number): Promise<MonitorRecord | undefined>;
+  /**
+   * Active again. The periods that passed while paused get no run: next_run_at stays if still ahead,
+   * else moves to the first period start after `now`. Idempotent. Serialised on the row.
+   */
+  resume(accountId: string, id: string, now: number): Promise<MonitorRecord | undefined>;
+  /** The monitor, its targets, runs and snapshots. Atomic. */
+  remove(accountId: string, id: string): Promise<boolean>;
+
+  /**
+   * Adds normalised targets (those present are counted, not added twice). Atomic with the count;
+   * `monitor_not_found` (404), `too_many_targets` (413) with nothing written. Serialised on the
+   * monitor's row.
+   */
+  addTargets(accountId: string, monitorId: string, targets: readonly string[], now: number): Promise<{ added: number; present: number }>;
+  /** As addTargets, with a ready list's targets, in one statement. Also `list_not_found`, `invalid_state`, `invalid_request` as `create`. */
+  addListTargetsToMonitor(accountId: string, monitorId: string, listId: string, now: number): Promise<{ added: number; present: number }>;
+  /** Returns how many of `targets` it held. Atomic with the count; `monitor_not_found` (404). */
+  removeTargets(accountId: string, monitorId: string, targets: readonly string[]): Promise<number>;
+  /** In target order. Two reads (page, total). `monitor_not_found` (404). */
+  targets(accountId: string, monitorId: string, page: Page): Promise<{ targets: MonitorTarget[]; total: number }>;
+  /** Distinct targets of the account's monitors (of `type`), each with the monitors watching it, by type then target. Two reads. */
+  monitoringTargets(accountId: string, filter: Page & { type?: MonitorType | undefined }): Promise<{ targets: MonitoringTarget[]; total: number }>;
+
+  /**
+   * The schedule's one write: for up to `limit` active monitors whose next_run_at is at or before
+   * `now`, records a queued run for the latest period start at or before `now` and moves
+   * next_run_at to the first period start after `now`, so that a monitor that missed several
+   * periods (the service was down) gets one run, not one per period. Returns the runs it made.
+   *
+   * Exactly one run per monitor and period, whatever number of processes or machines call this at
+   * once: each monitor's move is a compare-and-set on the next_run_at it read (and on status
+   * `active`), and the run's (monitor_id, period_start) is UNIQUE, so a claimer that lost the race
+   * changes nothing. SQLite runs it as one IMMEDIATE transaction; PostgreSQL takes the due rows
+   * with FOR UPDATE SKIP LOCKED, so two schedulers share the due monitors instead of queueing.
+   */
+  claimDueRuns(now: number, limit: number): Promise<MonitorRunRecord[]>;
+  /**
+   * A queued run by hand; next_run_at is not touched, last_run_at is. `monitor_not_found` (404);
+   * `invalid_state` (409) for a paused monitor; `run_in_progress` (409) while another run of the
+   * monitor is queued or running. Serialised on the monitor's row, so two requests never both queue.
+   */
+  queueManualRun(accountId: string, monitorId: string, runId: string, now: number): Promise<MonitorRunRecord>;
+  /** The monitor's runs, newest first. Two reads. `monitor_not_found` (404). */
+  runs(accountId: string, monitorId: string, page: Page): Promise<{ runs: MonitorRunRecord[]; total: number }>;
 }

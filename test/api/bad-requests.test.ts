@@ -285,6 +285,21 @@ const rows: Row[] = [
   { name: 'webhooks: test without id', method: 'POST', url: '/api/webhooks/test', auth: 'key', body: {}, status: 400, error: 'id is required' },
   { name: 'webhooks: test with a numeric id', method: 'POST', url: '/api/webhooks/test', auth: 'key', body: { id: 7 }, status: 422, error: INVALID_REQUEST },
   { name: 'webhooks: deliveries without webhook_id', method: 'GET', url: '/api/webhooks/deliveries', auth: 'key', status: 400, error: 'webhook_id is required' },
+
+  // Monitors and target lists
+  { name: 'monitors: a spec type without a lookup', method: 'POST', url: '/api/monitors', auth: 'key', body: { name: 'x', type: 'domain', frequency: 'weekly' }, status: 422, error: /monitor type domain is not supported/ },
+  { name: 'monitors: frequency daily', method: 'POST', url: '/api/monitors', auth: 'key', body: { name: 'x', type: 'email', frequency: 'daily' }, status: 422, error: INVALID_REQUEST },
+  { name: 'monitors: limit over 100', method: 'GET', url: '/api/monitors?limit=500', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'monitors: an unknown monitor', method: 'GET', url: `/api/monitors/${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'Monitor not found' },
+  { name: 'monitors: an update naming nothing', method: 'PATCH', url: `/api/monitors/${UNKNOWN_UUID}`, auth: 'key', body: {}, status: 422, error: INVALID_REQUEST },
+  { name: 'monitors: pause an unknown monitor', method: 'POST', url: `/api/monitors/${UNKNOWN_UUID}/pause`, auth: 'key', status: 404, error: 'Monitor not found' },
+  { name: 'monitors: resume with PUT', method: 'PUT', url: `/api/monitors/${UNKNOWN_UUID}/resume`, auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  { name: 'monitors: targets of an unknown monitor', method: 'POST', url: `/api/monitors/${UNKNOWN_UUID}/targets`, auth: 'key', body: { targets: ['a@example.com'] }, status: 404, error: 'Monitor not found' },
+  { name: 'monitors: remove targets without targets', method: 'DELETE', url: `/api/monitors/${UNKNOWN_UUID}/targets`, auth: 'key', body: {}, status: 422, error: INVALID_REQUEST },
+  { name: 'monitors: run an unknown monitor', method: 'POST', url: `/api/agent/monitors/${UNKNOWN_UUID}/run`, auth: 'key', status: 404, error: 'Monitor not found' },
+  { name: 'monitoring targets: an unknown type', method: 'GET', url: '/api/monitoring/targets?type=fax', auth: 'key', status: 422, error: /unknown monitor type/ },
+  { name: 'lists: no targets', method: 'POST', url: '/api/lists', auth: 'key', body: { name: 'x', type: 'email' }, status: 422, error: INVALID_REQUEST },
+  { name: 'lists: an unknown list', method: 'GET', url: `/api/lists/${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'List not found' },
   { name: 'webhooks: deliveries of an unknown webhook', method: 'GET', url: `/api/webhooks/deliveries?webhook_id=${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'Webhook not found' },
   { name: 'webhooks: redeliver an unknown delivery', method: 'POST', url: `/api/webhooks/deliveries/${UNKNOWN_UUID}/redeliver`, auth: 'key', status: 404, error: 'Delivery not found' },
 ];

@@ -47,6 +47,22 @@ const OPERATIONS = [
   'POST /api/phone-jobs/resume',
   'POST /api/agent/company',
   'POST /api/bulk-company-search',
+  'POST /api/monitors',
+  'GET /api/monitors',
+  'GET /api/monitors/{id}',
+  'PATCH /api/monitors/{id}',
+  'DELETE /api/monitors/{id}',
+  'POST /api/monitors/{id}/pause',
+  'POST /api/monitors/{id}/resume',
+  'GET /api/monitors/{id}/targets',
+  'POST /api/monitors/{id}/targets',
+  'DELETE /api/monitors/{id}/targets',
+  'POST /api/agent/monitors/{id}/run',
+  'GET /api/monitoring/targets',
+  'POST /api/lists',
+  'GET /api/lists',
+  'GET /api/lists/{id}',
+  'DELETE /api/lists/{id}',
 ].sort();
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
@@ -211,6 +227,15 @@ describe('what the document says matches what the routes do', () => {
     expect(form, 'no multipart/form-data request body').toBeDefined();
     expect(Object.keys(form.properties ?? {})).toEqual(expect.arrayContaining(['type', 'download_link', 'file']));
     expect(form.required ?? []).toEqual(expect.arrayContaining(['type', 'file']));
+  });
+
+  it('documents both bodies of POST /api/lists (JSON targets, or a CSV form) and the monitor shapes', () => {
+    const content = doc.paths['/api/lists'].post.requestBody?.content ?? {};
+    expect(Object.keys(content['application/json']?.schema?.properties ?? {})).toEqual(expect.arrayContaining(['name', 'type', 'targets']));
+    expect(Object.keys(content['multipart/form-data']?.schema?.properties ?? {})).toEqual(expect.arrayContaining(['name', 'type', 'file']));
+    const created = doc.paths['/api/monitors'].post.responses['201'].content['application/json'].schema;
+    expect(Object.keys(created.properties)).toEqual(expect.arrayContaining(['frequency', 'tracked_fields', 'change_detection', 'next_run_at', 'credits_per_run', 'billing']));
+    expect(Object.keys(doc.paths['/api/agent/monitors/{id}/run'].post.responses)).toContain('202');
   });
 
   it('marks the routes that take no API key as public (healthz, readyz, login)', () => {

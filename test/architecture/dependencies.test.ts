@@ -33,9 +33,10 @@ const layerOf = (file: string) => (file.startsWith('pipelines/') ? 'pipelines' :
 
 /** Which layers each layer may import (besides itself). main is the composition root. */
 const ALLOWED: Record<string, string[]> = {
-  main: ['api', 'cli', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
-  api: ['jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'shared', 'pipelines'],
-  cli: ['jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
+  main: ['api', 'cli', 'monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
+  api: ['monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'shared', 'pipelines'],
+  cli: ['monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
+  monitors: ['jobs', 'storage', 'config', 'shared', 'pipelines'],
   jobs: ['auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
   webhooks: ['auth', 'storage', 'shared'],
   auth: ['storage', 'shared'],

@@ -6,6 +6,8 @@ import { DEMO_USAGE } from '../../src/main/demo.js';
 import { IMPORT_USAGE_LINES } from '../../src/cli/import-command.js';
 import { JOBS_USAGE } from '../../src/cli/jobs-command.js';
 import { KEYS_USAGE } from '../../src/cli/keys-command.js';
+import { LISTS_USAGE } from '../../src/cli/lists-command.js';
+import { MONITORS_USAGE } from '../../src/cli/monitors-command.js';
 import { RUN_USAGE } from '../../src/cli/run-command.js';
 import { SERVE_USAGE } from '../../src/main/serve.js';
 import { WORKER_USAGE } from '../../src/cli/worker-command.js';
@@ -23,7 +25,7 @@ const TEST_RUN_VARIABLES = [
     ),
   ),
 ];
-const USAGE_LINES = [SERVE_USAGE, RUN_USAGE, WORKER_USAGE, ...JOBS_USAGE, ...ACCOUNTS_USAGE, ...KEYS_USAGE, ...IMPORT_USAGE_LINES, DEMO_USAGE];
+const USAGE_LINES = [SERVE_USAGE, RUN_USAGE, WORKER_USAGE, ...JOBS_USAGE, ...ACCOUNTS_USAGE, ...KEYS_USAGE, ...MONITORS_USAGE, ...LISTS_USAGE, ...IMPORT_USAGE_LINES, DEMO_USAGE];
 
 /** The settings table's row for one variable: the line that starts with its name in a cell. */
 function settingsRow(name: string): string | undefined {

@@ -319,3 +319,52 @@ function uploadError(e: unknown): unknown {
   }
   return new AppError(ERROR_CODES.invalidRequest, 'Malformed multipart body', { statusCode: 400, cause: e });
 }
+
+/**
+ * Streams the one `file` part of a multipart upload into the object store through `stage`, as a
+ * bulk upload does (never whole in memory, the size limit enforced on the way), and returns the
+ * fields named in `fieldNames` that came before it. For uploads that are no bulk job (a target
+ * list). On any failure what was staged is discarded before the error is thrown.
+ */
+export async function receiveFileUpload<S>(
+  deps: ApiDeps,
+  request: FastifyRequest,
+  fieldNames: readonly string[],
+  stage: (body: PassThrough) => Promise<S>,
+  discard: (staged: S) => Promise<void>,
+): Promise<{ fields: Record<string, string>; fileName: string | null; staged: S }> {
+  if (!request.isMultipart()) throw httpError(415, ERROR_CODES.invalidRequest, 'Expected a multipart/form-data body');
+  const fields: Record<string, string> = {};
+  let staged: { value: S } | undefined;
+  let fileName: string | null = null;
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'field') {
+        if (fieldNames.includes(part.fieldname)) fields[part.fieldname] = String(part.value);
+        continue;
+      }
+      if (part.fieldname !== 'file' || staged !== undefined) {
+        part.file.resume();
+        throw httpError(422, ERROR_CODES.invalidRequest, 'send exactly one file, in the field named file');
+      }
+      fileName = part.filename || null;
+      const tap = new PassThrough();
+      const staging = stage(tap);
+      // If the store gives up first, the tap must fail too, or the request would stall unread.
+      staging.catch((e: unknown) => tap.destroy(e as Error));
+      try {
+        await pipeline(part.file, tap);
+      } catch (e: unknown) {
+        await staging.then(discard, () => undefined).catch(() => undefined);
+        throw e;
+      }
+      staged = { value: await staging };
+      if ((part.file as { truncated?: boolean }).truncated) throw tooLarge(deps);
+    }
+    if (staged === undefined) throw httpError(422, ERROR_CODES.invalidRequest, 'file is required');
+    return { fields, fileName, staged: staged.value };
+  } catch (e: unknown) {
+    if (staged !== undefined) await discard(staged.value).catch(() => undefined);
+    throw uploadError(e);
+  }
+}

@@ -12,6 +12,7 @@ import { PgIdempotency } from './pg-idempotency.js';
 import { PgJobs } from './pg-jobs.js';
 import { PgKeys } from './pg-keys.js';
 import { PgLimits } from './pg-limits.js';
+import { PgMonitors } from './pg-monitors.js';
 import { PgResults } from './pg-results.js';
 import { PgSessions } from './pg-sessions.js';
 import { PgWebhooks } from './pg-webhooks.js';
@@ -49,6 +50,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     limits: new PgLimits(db),
     audit: new PgAudit(db),
     retention: new PgRetention(db),
+    monitors: new PgMonitors(db),
     async ping() {
       await db.query('SELECT 1');
     },

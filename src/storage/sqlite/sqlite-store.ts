@@ -10,6 +10,7 @@ import { SqliteIdempotency } from './sqlite-idempotency.js';
 import { SqliteJobs } from './sqlite-jobs.js';
 import { SqliteKeys } from './sqlite-keys.js';
 import { SqliteLimits } from './sqlite-limits.js';
+import { SqliteMonitors } from './sqlite-monitors.js';
 import { SqliteOutbox } from './sqlite-outbox.js';
 import { SqliteResults } from './sqlite-results.js';
 import { SqliteSessions } from './sqlite-sessions.js';
@@ -44,6 +45,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     limits: new SqliteLimits(db),
     audit: new SqliteAudit(db),
     retention: new SqliteRetention(db),
+    monitors: new SqliteMonitors(db),
     async ping() {
       ping.get();
     },
