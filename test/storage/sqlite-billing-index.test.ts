@@ -104,6 +104,26 @@ describe('the SQLite billing log', () => {
     expect(charge(a, onA, ['ghost@x.io'], 203)).toEqual([]);
   });
 
+  it('a key found unpaid by a plan, then charged by another connection, is billed at the checkpoint, before and after a merge', () => {
+    const onA = new SqliteBillingIndex(a, 4);
+    const onB = new SqliteBillingIndex(b, 4);
+    // A's plan finds both unpaid (and remembers it); B charges one of them meanwhile.
+    expect(billed(onA, ['k1@x.io', 'k2@x.io'])).toEqual([]);
+    expect(charge(b, onB, ['k1@x.io'], 200)).toEqual([]);
+    expect(charge(a, onA, ['k1@x.io', 'k2@x.io'], 201)).toEqual(['k1@x.io']);
+    // Again with a merge between the plan and the checkpoint: B's charge is in billing_cache only.
+    expect(billed(onA, ['k3@x.io', 'k4@x.io'])).toEqual([]);
+    expect(charge(b, onB, ['k3@x.io', 'k5@x.io', 'k6@x.io', 'k7@x.io'], 202)).toEqual([]);
+    expect(count(a, 'billing_log')).toBe(0);
+    expect(charge(a, onA, ['k3@x.io', 'k4@x.io'], 203)).toEqual(['k3@x.io']);
+    // A check with an older `since` than the one remembered cannot lean on it.
+    expect(charge(a, onA, ['k4@x.io'], 204)).toEqual([]);
+    expect(charge(b, onB, ['k8@x.io', 'k9@x.io', 'k10@x.io'], 205)).toEqual([]);
+    expect(count(a, 'billing_log')).toBe(0);
+    expect(billed(onA, ['k4@x.io'], 300)).toEqual([]);
+    expect(billed(onA, ['k4@x.io'], 100)).toEqual(['k4@x.io']);
+  });
+
   it('merges 10,000 charges in order, and every one stays billed', () => {
     const index = new SqliteBillingIndex(a, 4_000);
     const keys = keysOf(10_000, 'bulk');

@@ -37,6 +37,12 @@ export class SqliteBillingIndex {
   private seen = 0;
   /** (account, kind, hash) → charged_at of the latest log row for it. */
   private readonly tail = new Map<string, number>();
+  /**
+   * (account, kind, hash) → the `since` of a check, under the current merge mark, that found it
+   * unpaid in billing_cache and the log. Emptied when the mark moves; two generations bound it.
+   */
+  private unpaid = new Map<string, number>();
+  private unpaidBefore = new Map<string, number>();
 
   constructor(
     private readonly db: Db,
@@ -68,17 +74,31 @@ export class SqliteBillingIndex {
     };
   }
 
-  /** Positions in `hashes` of those the account paid for under `kind` after `since`. */
+  /**
+   * Positions in `hashes` of those the account paid for under `kind` after `since`. A key this
+   * process found unpaid since the last merge needs no B-tree probe: billing_cache changes only by
+   * merges, so the probe's answer stands, and every charge made since is in the copy of the log.
+   * That spares a checkpoint the second probe of the keys its plan has just probed.
+   */
   billedAmong(accountSeq: number, kind: string, hashes: readonly BillingHash[], since: number): Set<number> {
     if (hashes.length === 0) return new Set();
     this.sync();
-    const hex = JSON.stringify(hashes.map((h) => h.toString('hex')));
-    const billed = new Set((this.stmts.probe.all(hex, accountSeq, kind, since) as { i: number }[]).map((r) => r.i));
-    if (this.tail.size > 0) {
-      hashes.forEach((hash, i) => {
-        if (!billed.has(i) && (this.tail.get(tailKey(accountSeq, kind, hash)) ?? -Infinity) > since) billed.add(i);
-      });
+    const keys = hashes.map((hash) => tailKey(accountSeq, kind, hash));
+    const toProbe: number[] = [];
+    keys.forEach((key, i) => {
+      const unpaidSince = this.unpaid.get(key) ?? this.unpaidBefore.get(key);
+      if (unpaidSince === undefined || since < unpaidSince) toProbe.push(i);
+    });
+    const billed = new Set<number>();
+    if (toProbe.length > 0) {
+      const hex = JSON.stringify(toProbe.map((i) => hashes[i]!.toString('hex')));
+      for (const { i } of this.stmts.probe.all(hex, accountSeq, kind, since) as { i: number }[]) billed.add(toProbe[i]!);
     }
+    keys.forEach((key, i) => {
+      if (billed.has(i)) return;
+      if ((this.tail.get(key) ?? -Infinity) > since) billed.add(i);
+      else this.rememberUnpaid(key, since);
+    });
     return billed;
   }
 
@@ -109,11 +129,21 @@ export class SqliteBillingIndex {
     // reads the log again.
   }
 
+  private rememberUnpaid(key: string, since: number): void {
+    if (this.unpaid.size >= UNPAID_GENERATION) {
+      this.unpaidBefore = this.unpaid;
+      this.unpaid = new Map();
+    }
+    this.unpaid.set(key, since);
+  }
+
   /** Reads on from the copy's last seq, or the whole log again after a merge. */
   private sync(): void {
     const mark = this.stmts.mark.get()!;
     if (mark !== this.mergedThrough) {
       this.tail.clear();
+      this.unpaid = new Map();
+      this.unpaidBefore = new Map();
       this.mergedThrough = mark;
       this.seen = mark;
     }
@@ -123,6 +153,8 @@ export class SqliteBillingIndex {
     }
   }
 }
+
+const UNPAID_GENERATION = 32_768;
 
 function tailKey(accountSeq: number, kind: string, hash: Buffer): string {
   return `${accountSeq}\0${kind}\0${hash.toString('latin1')}`;
