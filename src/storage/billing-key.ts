@@ -54,15 +54,15 @@ export class BillingKeys {
   /** Of the seal key these names derive from; compared with the database's before any migration. */
   readonly fingerprint: string;
 
-  private current = new Map<string, BillingHash>();
-  private previous = new Map<string, BillingHash>();
+  /** Per kind, so that a look-up needs no joined string: two generations of key → name. */
+  private readonly memo = new Map<string, { current: Map<string, BillingHash>; previous: Map<string, BillingHash> }>();
 
   hash(kind: string, key: string): BillingHash {
-    const message = `${kind}\0${key}`;
-    let hash = this.current.get(message) ?? this.previous.get(message);
+    const memo = this.memoOf(kind);
+    let hash = memo.current.get(key) ?? memo.previous.get(key);
     if (hash === undefined) {
-      hash = createHmac('sha256', this.key).update(message).digest().subarray(0, BILLING_HASH_BYTES) as BillingHash;
-      this.remember(message, hash);
+      hash = createHmac('sha256', this.key).update(`${kind}\0${key}`).digest().subarray(0, BILLING_HASH_BYTES) as BillingHash;
+      remember(memo, key, hash);
     }
     return hash;
   }
@@ -73,7 +73,8 @@ export class BillingKeys {
    * not the batch's failure: the keys are then hashed here.
    */
   async hashMany(kind: string, keys: readonly string[]): Promise<BillingHash[]> {
-    const hashes: (BillingHash | undefined)[] = keys.map((key) => this.current.get(`${kind}\0${key}`) ?? this.previous.get(`${kind}\0${key}`));
+    const memo = this.memoOf(kind);
+    const hashes: (BillingHash | undefined)[] = keys.map((key) => memo.current.get(key) ?? memo.previous.get(key));
     const missing = keys.filter((_, i) => hashes[i] === undefined);
     if (missing.length >= OFF_THREAD_MIN) {
       const made = await this.hasher.hash(kind, missing).catch(() => undefined);
@@ -82,7 +83,7 @@ export class BillingKeys {
         hashes.forEach((hash, i) => {
           if (hash !== undefined) return;
           hashes[i] = made[next++]!;
-          this.remember(`${kind}\0${keys[i]}`, hashes[i]!);
+          remember(memo, keys[i]!, hashes[i]!);
         });
       }
     }
@@ -94,16 +95,25 @@ export class BillingKeys {
     return this.hasher.close();
   }
 
-  private remember(message: string, hash: BillingHash): void {
-    if (this.current.size >= MEMO_GENERATION) {
-      this.previous = this.current;
-      this.current = new Map();
+  private memoOf(kind: string): { current: Map<string, BillingHash>; previous: Map<string, BillingHash> } {
+    let memo = this.memo.get(kind);
+    if (memo === undefined) {
+      memo = { current: new Map(), previous: new Map() };
+      this.memo.set(kind, memo);
     }
-    this.current.set(message, hash);
+    return memo;
   }
 
   /** As `hash`, as the lowercase hex that `chargedKeys` answers with. */
   name(kind: string, key: string): string {
     return this.hash(kind, key).toString('hex');
   }
+}
+
+function remember(memo: { current: Map<string, BillingHash>; previous: Map<string, BillingHash> }, key: string, hash: BillingHash): void {
+  if (memo.current.size >= MEMO_GENERATION) {
+    memo.previous = memo.current;
+    memo.current = new Map();
+  }
+  memo.current.set(key, hash);
 }
