@@ -1,9 +1,8 @@
 import { Worker } from 'node:worker_threads';
-import { BILLING_HASH_BYTES, type BillingHash } from './billing-key.js';
 
 /**
- * The worker's whole program, as a script: HMAC-SHA256(key, kind + '\0' + key) cut to
- * BILLING_HASH_BYTES, the formula of BillingKeys.hash. Source text rather than a module file, so
+ * The worker's whole program, as a script: HMAC-SHA256(key, kind + '\0' + key) cut to `bytes`,
+ * the formula of BillingKeys.hash. Source text rather than a module file, so
  * that it runs the same from dist/ and under vitest, which loads src/ as TypeScript that a worker
  * thread could not. Keys arrive as one string joined by '\n' with their UTF-16 lengths, never split
  * on the separator, since a key may hold any character.
@@ -26,7 +25,7 @@ parentPort.on('message', ({ id, kind, joined, lengths }) => {
 `;
 
 interface Pending {
-  resolve: (hashes: BillingHash[]) => void;
+  resolve: (hashes: Buffer[]) => void;
   reject: (error: Error) => void;
 }
 
@@ -42,13 +41,17 @@ export class BillingHasher {
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
 
-  constructor(private readonly key: Buffer) {}
+  constructor(
+    private readonly key: Buffer,
+    /** Bytes kept of each HMAC. */
+    private readonly bytes: number,
+  ) {}
 
-  hash(kind: string, keys: readonly string[]): Promise<BillingHash[]> {
+  hash(kind: string, keys: readonly string[]): Promise<Buffer[]> {
     const worker = this.start();
     const id = this.nextId++;
     const lengths = keys.map((k) => k.length);
-    return new Promise<BillingHash[]>((resolve, reject) => {
+    return new Promise<Buffer[]>((resolve, reject) => {
       if (this.pending.size === 0) worker.ref();
       this.pending.set(id, { resolve, reject });
       worker.postMessage({ id, kind, joined: keys.join('\n'), lengths });
@@ -63,15 +66,15 @@ export class BillingHasher {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(HASHER_SOURCE, { eval: true, workerData: { key: this.key, bytes: BILLING_HASH_BYTES } });
+    const worker = new Worker(HASHER_SOURCE, { eval: true, workerData: { key: this.key, bytes: this.bytes } });
     worker.unref();
     worker.on('message', ({ id, out, offset, length }: { id: number; out: ArrayBuffer; offset: number; length: number }) => {
       const waiting = this.pending.get(id);
       if (!waiting) return;
       this.settled(id, worker);
       const all = Buffer.from(out, offset, length);
-      const hashes: BillingHash[] = [];
-      for (let at = 0; at < length; at += BILLING_HASH_BYTES) hashes.push(all.subarray(at, at + BILLING_HASH_BYTES) as BillingHash);
+      const hashes: Buffer[] = [];
+      for (let at = 0; at < length; at += this.bytes) hashes.push(all.subarray(at, at + this.bytes));
       waiting.resolve(hashes);
     });
     const fail = (error: Error): void => {

@@ -46,7 +46,7 @@ export class BillingKeys {
   constructor(sealKey: Buffer) {
     this.key = Buffer.from(hkdfSync('sha256', sealKey, Buffer.alloc(0), BILLING_KEY_INFO, 32));
     this.fingerprint = sealKeyFingerprint(sealKey);
-    this.hasher = new BillingHasher(this.key);
+    this.hasher = new BillingHasher(this.key, BILLING_HASH_BYTES);
   }
 
   private readonly hasher: BillingHasher;
@@ -82,7 +82,7 @@ export class BillingKeys {
         let next = 0;
         hashes.forEach((hash, i) => {
           if (hash !== undefined) return;
-          hashes[i] = made[next++]!;
+          hashes[i] = made[next++] as BillingHash;
           remember(memo, keys[i]!, hashes[i]!);
         });
       }
