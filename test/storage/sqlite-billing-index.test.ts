@@ -37,13 +37,15 @@ const keysOf = (n: number, prefix: string): string[] => Array.from({ length: n }
 
 /** Checks then records in one write transaction, as a checkpoint does; answers the keys found billed. */
 function charge(db: Db, index: SqliteBillingIndex, keys: readonly string[], now: number, kind = 'gender'): string[] {
-  return db
+  const found = db
     .transaction(() => {
       const billed = index.billedAmong(ACCOUNT, kind, hashes(keys, kind), SINCE);
       if (billed.size === 0) index.record(ACCOUNT, kind, hashes(keys, kind), now, 1);
       return [...billed].map((i) => keys[i]!);
     })
     .immediate();
+  index.afterCommit();
+  return found;
 }
 
 function billed(index: SqliteBillingIndex, keys: readonly string[], since = SINCE, kind = 'gender'): string[] {
@@ -98,6 +100,8 @@ describe('the SQLite billing log', () => {
       throw new Error('the checkpoint failed after its charges');
     });
     expect(() => rolledBack.immediate()).toThrow(/checkpoint failed/);
+    // Told of a commit that did not happen, the index finds the rows missing and takes nothing.
+    onA.afterCommit();
     // B's charge gets the seq the rolled-back row had; A must read it, and must not see the ghost.
     charge(b, onB, ['real@x.io'], 202);
     expect(billed(onA, ['ghost@x.io', 'real@x.io', 'seen@x.io'])).toEqual(['real@x.io', 'seen@x.io']);

@@ -43,6 +43,11 @@ export class SqliteBillingIndex {
    */
   private unpaid = new Map<string, number>();
   private unpaidBefore = new Map<string, number>();
+  /**
+   * This process's appends in the transaction now open, for `afterCommit` to put in the copy, so
+   * that the next check need not read them back; any check drops what was not confirmed.
+   */
+  private appended: { last: number; lastHash: Buffer | undefined; rows: [key: string, chargedAt: number][]; merged: boolean } | undefined;
 
   constructor(
     private readonly db: Db,
@@ -59,7 +64,10 @@ export class SqliteBillingIndex {
       logAfter: db.prepare<[number], { seq: number; accountSeq: number; kind: string; hash: Buffer; chargedAt: number }>(
         'SELECT seq, account_seq AS accountSeq, kind, key_hash AS hash, charged_at AS chargedAt FROM billing_log WHERE seq > ? ORDER BY seq',
       ),
-      append: db.prepare('INSERT INTO billing_log (account_seq, kind, key_hash, charged_at, ledger_seq) VALUES (?, ?, ?, ?, ?)'),
+      logHash: db.prepare<[number], Buffer>('SELECT key_hash FROM billing_log WHERE seq = ?').pluck(),
+      append: db.prepare(
+        'INSERT INTO billing_log (account_seq, kind, key_hash, charged_at, ledger_seq) SELECT ?, ?, unhex(j.value), ?, ? FROM json_each(?) j ORDER BY j.key',
+      ),
       // Sorted by key, so that billing_cache's pages are written in order, each once; a key logged
       // twice (charged again after its window) ends with its latest row.
       merge: db.prepare(
@@ -110,9 +118,37 @@ export class SqliteBillingIndex {
    */
   record(accountSeq: number, kind: string, hashes: readonly BillingHash[], now: number, ledgerSeq: number): void {
     if (hashes.length === 0) return;
-    let last = 0;
-    for (const hash of hashes) last = Number(this.stmts.append.run(accountSeq, kind, hash, now, ledgerSeq).lastInsertRowid);
-    if (last - this.mergedThrough >= this.mergeRows) this.mergeThrough(last);
+    const appended = (this.appended ??= { last: this.seen, lastHash: undefined, rows: [], merged: false });
+    const hex = JSON.stringify(hashes.map((hash) => hash.toString('hex')));
+    // One statement for the batch; its rows take consecutive seqs, in the list's order.
+    const last = Number(this.stmts.append.run(accountSeq, kind, now, ledgerSeq, hex).lastInsertRowid);
+    // Not the seqs that follow the copy's: some other way of counting than afterCommit relies on.
+    if (last - hashes.length !== appended.last) appended.merged = true;
+    appended.last = last;
+    appended.lastHash = hashes[hashes.length - 1];
+    for (const hash of hashes) appended.rows.push([tailKey(accountSeq, kind, hash), now]);
+    if (last - this.mergedThrough >= this.mergeRows) {
+      this.mergeThrough(last);
+      appended.merged = true;
+    }
+  }
+
+  /**
+   * Called once the transaction that recorded charges has committed, straight after it (nothing
+   * may run between): its rows go into the copy, which then runs up to their last seq. Right, as
+   * the copy was read up to the newest seq inside that transaction, under SQLite's one writer,
+   * and the appends took the seqs that follow. Inside an outer transaction the commit is not
+   * final, and after a merge the copy is read again anyway: then the rows are left to be read, as
+   * they are when the last of them is not in the log (the transaction rolled back).
+   */
+  afterCommit(): void {
+    const appended = this.appended;
+    this.appended = undefined;
+    if (!appended || appended.merged || this.db.inTransaction) return;
+    // Its last row, read back: a caller that took a rollback for a commit finds it missing.
+    if (!appended.lastHash?.equals(this.stmts.logHash.get(appended.last) ?? Buffer.alloc(0))) return;
+    for (const [key, chargedAt] of appended.rows) this.tail.set(key, chargedAt);
+    this.seen = appended.last;
   }
 
   /** Moves the whole log into billing_cache, inside the caller's write transaction. */
@@ -139,6 +175,7 @@ export class SqliteBillingIndex {
 
   /** Reads on from the copy's last seq, or the whole log again after a merge. */
   private sync(): void {
+    this.appended = undefined;
     const mark = this.stmts.mark.get()!;
     if (mark !== this.mergedThrough) {
       this.tail.clear();

@@ -202,7 +202,7 @@ export class SqliteBilling implements BillingPort {
 
   async commitLookup(input: LookupCommit): Promise<{ ok: true; credits: number } | { ok: false }> {
     const { accountId, kind, charge, now } = input;
-    return this.db
+    const committed = this.db
       .transaction((): { ok: true; credits: number } | { ok: false } => {
         let credits = 0;
         if (charge.type === 'repeat_free') {
@@ -225,6 +225,13 @@ export class SqliteBilling implements BillingPort {
         return { ok: true, credits };
       })
       .immediate();
+    this.afterCommit();
+    return committed;
+  }
+
+  /** After a transaction that called chargeKeysSync has committed, before anything else runs. */
+  afterCommit(): void {
+    this.index.afterCommit();
   }
 
   accountSync(id: string): Account | undefined {

@@ -308,7 +308,7 @@ export class SqliteJobs implements JobsPort {
 
   private commitBatchSync(input: BatchCommit): BatchCommitResult {
     const { jobId, chunkIndex, lease, rows, now } = input;
-    return this.db
+    const committed = this.db
       .transaction((): BatchCommitResult => {
         // Fenced even when no row commits: a worker that lost its lease must not pause the job either.
         const moved = this.s.advanceChunk.run({ jobId, chunkIndex, epoch: lease.epoch, owner: lease.owner, expectedCursor: input.cursor, rows }).changes;
@@ -342,6 +342,8 @@ export class SqliteJobs implements JobsPort {
         return { ok: true, paused: true, failed: false };
       })
       .immediate();
+    this.billing.afterCommit();
+    return committed;
   }
 
   async *outputs(jobId: string, chunkIndex: number): AsyncIterable<StoredOutput> {
