@@ -35,19 +35,23 @@ export class SqliteBillingIndex {
   private mergedThrough = -1;
   /** Highest log seq in the copy. */
   private seen = 0;
-  /** (account, kind, hash) → charged_at of the latest log row for it. */
-  private readonly tail = new Map<string, number>();
   /**
-   * (account, kind, hash) → the `since` of a check, under the current merge mark, that found it
-   * unpaid in billing_cache and the log. Emptied when the mark moves; two generations bound it.
+   * Per (account, kind): hash (hex) → charged_at of the latest log row for it. Hex, the form the
+   * statements take the hashes in, so that one string per key serves the SQL and the maps.
    */
-  private unpaid = new Map<string, number>();
-  private unpaidBefore = new Map<string, number>();
+  private readonly tail = new Map<string, Map<string, number>>();
+  /**
+   * Per (account, kind): hash (hex) → the `since` of a check, under the current merge mark, that
+   * found it unpaid in billing_cache and the log. Emptied when the mark moves or it grows past
+   * UNPAID_LIMIT keys.
+   */
+  private readonly unpaid = new Map<string, Map<string, number>>();
+  private unpaidCount = 0;
   /**
    * This process's appends in the transaction now open, for `afterCommit` to put in the copy, so
    * that the next check need not read them back; any check drops what was not confirmed.
    */
-  private appended: { last: number; lastHash: Buffer | undefined; rows: [key: string, chargedAt: number][]; merged: boolean } | undefined;
+  private appended: { last: number; lastHex: string; rows: { scope: string; hexes: string[]; chargedAt: number }[]; merged: boolean } | undefined;
 
   constructor(
     private readonly db: Db,
@@ -61,10 +65,10 @@ export class SqliteBillingIndex {
         'SELECT j.key AS i FROM json_each(?) j CROSS JOIN billing_cache b ON b.account_seq = ? AND b.kind = ? AND b.key_hash = unhex(j.value) WHERE b.charged_at > ?',
       ),
       mark: db.prepare<[], number>('SELECT merged_through AS m FROM billing_merges WHERE id = 1').pluck(),
-      logAfter: db.prepare<[number], { seq: number; accountSeq: number; kind: string; hash: Buffer; chargedAt: number }>(
-        'SELECT seq, account_seq AS accountSeq, kind, key_hash AS hash, charged_at AS chargedAt FROM billing_log WHERE seq > ? ORDER BY seq',
+      logAfter: db.prepare<[number], { seq: number; accountSeq: number; kind: string; hex: string; chargedAt: number }>(
+        'SELECT seq, account_seq AS accountSeq, kind, lower(hex(key_hash)) AS hex, charged_at AS chargedAt FROM billing_log WHERE seq > ? ORDER BY seq',
       ),
-      logHash: db.prepare<[number], Buffer>('SELECT key_hash FROM billing_log WHERE seq = ?').pluck(),
+      logHex: db.prepare<[number], string>('SELECT lower(hex(key_hash)) FROM billing_log WHERE seq = ?').pluck(),
       append: db.prepare(
         'INSERT INTO billing_log (account_seq, kind, key_hash, charged_at, ledger_seq) SELECT ?, ?, unhex(j.value), ?, ? FROM json_each(?) j ORDER BY j.key',
       ),
@@ -91,21 +95,28 @@ export class SqliteBillingIndex {
   billedAmong(accountSeq: number, kind: string, hashes: readonly BillingHash[], since: number): Set<number> {
     if (hashes.length === 0) return new Set();
     this.sync();
-    const keys = hashes.map((hash) => tailKey(accountSeq, kind, hash));
+    const scope = scopeOf(accountSeq, kind);
+    const hexes = hashes.map((hash) => hash.toString('hex'));
+    const unpaid = this.unpaid.get(scope);
     const toProbe: number[] = [];
-    keys.forEach((key, i) => {
-      const unpaidSince = this.unpaid.get(key) ?? this.unpaidBefore.get(key);
+    hexes.forEach((hex, i) => {
+      const unpaidSince = unpaid?.get(hex);
       if (unpaidSince === undefined || since < unpaidSince) toProbe.push(i);
     });
     const billed = new Set<number>();
     if (toProbe.length > 0) {
-      const hex = JSON.stringify(toProbe.map((i) => hashes[i]!.toString('hex')));
-      for (const { i } of this.stmts.probe.all(hex, accountSeq, kind, since) as { i: number }[]) billed.add(toProbe[i]!);
+      const list = JSON.stringify(toProbe.length === hexes.length ? hexes : toProbe.map((i) => hexes[i]));
+      for (const { i } of this.stmts.probe.all(list, accountSeq, kind, since) as { i: number }[]) billed.add(toProbe[i]!);
     }
-    keys.forEach((key, i) => {
+    const tail = this.tail.get(scope);
+    const remember = this.unpaidIn(scope);
+    hexes.forEach((hex, i) => {
       if (billed.has(i)) return;
-      if ((this.tail.get(key) ?? -Infinity) > since) billed.add(i);
-      else this.rememberUnpaid(key, since);
+      if ((tail?.get(hex) ?? -Infinity) > since) billed.add(i);
+      else if (remember.get(hex) !== since) {
+        remember.set(hex, since);
+        this.unpaidCount++;
+      }
     });
     return billed;
   }
@@ -118,15 +129,15 @@ export class SqliteBillingIndex {
    */
   record(accountSeq: number, kind: string, hashes: readonly BillingHash[], now: number, ledgerSeq: number): void {
     if (hashes.length === 0) return;
-    const appended = (this.appended ??= { last: this.seen, lastHash: undefined, rows: [], merged: false });
-    const hex = JSON.stringify(hashes.map((hash) => hash.toString('hex')));
+    const appended = (this.appended ??= { last: this.seen, lastHex: '', rows: [], merged: false });
+    const hexes = hashes.map((hash) => hash.toString('hex'));
     // One statement for the batch; its rows take consecutive seqs, in the list's order.
-    const last = Number(this.stmts.append.run(accountSeq, kind, now, ledgerSeq, hex).lastInsertRowid);
+    const last = Number(this.stmts.append.run(accountSeq, kind, now, ledgerSeq, JSON.stringify(hexes)).lastInsertRowid);
     // Not the seqs that follow the copy's: some other way of counting than afterCommit relies on.
     if (last - hashes.length !== appended.last) appended.merged = true;
     appended.last = last;
-    appended.lastHash = hashes[hashes.length - 1];
-    for (const hash of hashes) appended.rows.push([tailKey(accountSeq, kind, hash), now]);
+    appended.lastHex = hexes[hexes.length - 1]!;
+    appended.rows.push({ scope: scopeOf(accountSeq, kind), hexes, chargedAt: now });
     if (last - this.mergedThrough >= this.mergeRows) {
       this.mergeThrough(last);
       appended.merged = true;
@@ -146,8 +157,11 @@ export class SqliteBillingIndex {
     this.appended = undefined;
     if (!appended || appended.merged || this.db.inTransaction) return;
     // Its last row, read back: a caller that took a rollback for a commit finds it missing.
-    if (!appended.lastHash?.equals(this.stmts.logHash.get(appended.last) ?? Buffer.alloc(0))) return;
-    for (const [key, chargedAt] of appended.rows) this.tail.set(key, chargedAt);
+    if (this.stmts.logHex.get(appended.last) !== appended.lastHex) return;
+    for (const { scope, hexes, chargedAt } of appended.rows) {
+      const tail = this.tailIn(scope);
+      for (const hex of hexes) tail.set(hex, chargedAt);
+    }
     this.seen = appended.last;
   }
 
@@ -165,12 +179,20 @@ export class SqliteBillingIndex {
     // reads the log again.
   }
 
-  private rememberUnpaid(key: string, since: number): void {
-    if (this.unpaid.size >= UNPAID_GENERATION) {
-      this.unpaidBefore = this.unpaid;
-      this.unpaid = new Map();
+  private tailIn(scope: string): Map<string, number> {
+    let tail = this.tail.get(scope);
+    if (tail === undefined) this.tail.set(scope, (tail = new Map()));
+    return tail;
+  }
+
+  private unpaidIn(scope: string): Map<string, number> {
+    if (this.unpaidCount >= UNPAID_LIMIT) {
+      this.unpaid.clear();
+      this.unpaidCount = 0;
     }
-    this.unpaid.set(key, since);
+    let unpaid = this.unpaid.get(scope);
+    if (unpaid === undefined) this.unpaid.set(scope, (unpaid = new Map()));
+    return unpaid;
   }
 
   /** Reads on from the copy's last seq, or the whole log again after a merge. */
@@ -179,20 +201,21 @@ export class SqliteBillingIndex {
     const mark = this.stmts.mark.get()!;
     if (mark !== this.mergedThrough) {
       this.tail.clear();
-      this.unpaid = new Map();
-      this.unpaidBefore = new Map();
+      this.unpaid.clear();
+      this.unpaidCount = 0;
       this.mergedThrough = mark;
       this.seen = mark;
     }
     for (const row of this.stmts.logAfter.iterate(this.seen)) {
-      this.tail.set(tailKey(row.accountSeq, row.kind, row.hash), row.chargedAt);
+      this.tailIn(scopeOf(row.accountSeq, row.kind)).set(row.hex, row.chargedAt);
       this.seen = row.seq;
     }
   }
 }
 
-const UNPAID_GENERATION = 32_768;
+/** Keys remembered unpaid, at about 100 bytes each; past it they are forgotten and probed again. */
+const UNPAID_LIMIT = 65_536;
 
-function tailKey(accountSeq: number, kind: string, hash: Buffer): string {
-  return `${accountSeq}\0${kind}\0${hash.toString('latin1')}`;
+function scopeOf(accountSeq: number, kind: string): string {
+  return `${accountSeq}\0${kind}`;
 }
