@@ -1,4 +1,5 @@
 import type { Engine } from '../jobs/engine.js';
+import { resultsCommand, runsCommand } from './monitor-results-command.js';
 import { monitorServiceOf } from '../monitors/monitor-service.js';
 import { invalidView, monitorView, RUN_BILLING, runView } from '../monitors/monitor-views.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
@@ -10,6 +11,8 @@ export const MONITORS_USAGE = [
   'sluice monitors list --account ID [--type T] [--status active|paused] [--limit N] [--offset N] [--json]',
   'sluice monitors show ID --account ID [--json]',
   'sluice monitors run ID --account ID [--json]',
+  'sluice monitors runs ID --account ID [--limit N] [--offset N] [--json]',
+  'sluice monitors results RUN_ID --account ID [--changes-only] [--limit N] [--offset N] [--csv FILE] [--json]',
   'sluice monitors pause ID --account ID [--json]',
   'sluice monitors resume ID --account ID [--json]',
   'sluice monitors delete ID --account ID [--json]',
@@ -119,6 +122,10 @@ export async function monitorsCommand(engine: Engine, args: string[], io: CliIo)
       else io.stdout.write(`run ${run.id} queued for monitor ${run.monitor_id}; the schedule is unchanged\n`);
       return 0;
     }
+    case 'runs':
+      return runsCommand(engine, rest, io);
+    case 'results':
+      return resultsCommand(engine, rest, io);
     case 'delete': {
       const { values, positionals } = parseCommand(rest, { account: { type: 'string' } }, 1);
       const id = positionals[0]!;

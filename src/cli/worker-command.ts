@@ -1,6 +1,7 @@
 import { sweepSealsPeriodically } from '../auth/key-store.js';
 import { sweepRetentionPeriodically } from '../jobs/retention-sweep.js';
 import { Worker } from '../jobs/worker.js';
+import { driveMonitorRuns } from '../monitors/run-driver.js';
 import { scheduleMonitorsPeriodically } from '../monitors/scheduler.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
@@ -26,6 +27,7 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   );
   const stopRetention = sweepRetentionPeriodically(engine.deps, { days: engine.config.retentionDays });
   const stopSchedule = scheduleMonitorsPeriodically({ monitors: engine.deps.store.monitors, clock: engine.deps.clock, log: engine.deps.log });
+  const stopRuns = driveMonitorRuns({ engine: engine.deps, jobService: engine.jobService }, worker.id, engine.config.jobs.pollMs);
   const { metrics: metricsConfig } = engine.config;
   // No API in this process: Prometheus scrapes a listener of its own, on SLUICE_HOST (loopback by default).
   const metrics = metricsConfig.enabled && metricsConfig.port > 0
@@ -44,7 +46,7 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   // If the worker fails, the sender must stop, and end, before the engine closes under it.
   const [work] = await Promise.allSettled([worker.run({ concurrency }).finally(() => sender?.stop()), sender?.run()]);
   stopSweeping();
-  await Promise.all([stopRetention(), stopSchedule(), metrics?.close()]);
+  await Promise.all([stopRetention(), stopSchedule(), stopRuns(), metrics?.close()]);
   if (work.status === 'rejected') throw work.reason;
   engine.deps.log.info({ worker: worker.id }, 'worker stopped');
   return 0;

@@ -71,7 +71,7 @@ export async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: 
       });
       const [billed, cached] = await Promise.all([
         deps.billing.freshlyBilled(job.accountId, lookup.kind, firstKeys, since),
-        lookup.provider.answersLocally ? new Map<string, unknown>() : deps.results.getMany<unknown>(lookup.kind, [...allKeys], since),
+        lookup.provider.answersLocally || job.options.fresh === true ? new Map<string, unknown>() : deps.results.getMany<unknown>(lookup.kind, [...allKeys], since),
       ]);
       return { lookup, billed, cached };
     }),

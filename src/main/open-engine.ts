@@ -32,6 +32,7 @@ import { S3ObjectStore } from '../storage/s3/s3-object-store.js';
 import { openStore } from '../storage/open-store.js';
 import type { Store } from '../storage/store.js';
 import { jobEndEvent, jobPausedEvent, withDownloadUrls } from '../jobs/job-events.js';
+import { chainEnrichers, withChangesUrl } from '../monitors/run-events.js';
 import { systemResolver, type Resolver } from '../webhooks/address-policy.js';
 import { HttpTransport } from '../webhooks/http-transport.js';
 import { WebhookClient } from '../webhooks/webhook-client.js';
@@ -86,7 +87,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   };
   await requireSharedSealKey(store, sealKey);
   const jobService = new JobService(deps);
-  const webhooks = openWebhooks(config, store, sealKey, jobService, overrides);
+  const webhooks = openWebhooks(config, store, sealKey, jobService, deps.objects, overrides);
   return {
     config,
     deps,
@@ -166,7 +167,7 @@ function serviceOf(url: string): string {
   return `${parsed.origin}${parsed.pathname}`;
 }
 
-function openWebhooks(config: Config, store: Store, sealKey: Buffer, jobService: JobService, overrides: EngineOverrides): Webhooks {
+function openWebhooks(config: Config, store: Store, sealKey: Buffer, jobService: JobService, objects: ObjectStore, overrides: EngineOverrides): Webhooks {
   const policy = { allowPrivate: config.webhooks.allowPrivate, resolve: overrides.resolve ?? systemResolver };
   const webhookStore = new WebhookStore(store.webhooks, sealKey);
   const client = new WebhookClient({
@@ -175,7 +176,7 @@ function openWebhooks(config: Config, store: Store, sealKey: Buffer, jobService:
     telegramTransport: new HttpTransport(undefined),
     telegramApiUrl: config.webhooks.telegramApiUrl,
     attemptTimeoutMs: config.webhooks.attemptTimeoutMs,
-    enrich: withDownloadUrls(jobService, config.presignExpiresSeconds),
+    enrich: chainEnrichers(withDownloadUrls(jobService, config.presignExpiresSeconds), withChangesUrl(objects, config.presignExpiresSeconds)),
     now: () => (overrides.clock ?? systemClock).now(),
   });
   return { store: webhookStore, deliveries: store.deliveries, client, policy, attemptTimeoutMs: config.webhooks.attemptTimeoutMs };

@@ -1,5 +1,6 @@
 import { sweepRetentionPeriodically } from '../jobs/retention-sweep.js';
 import { Worker } from '../jobs/worker.js';
+import { driveMonitorRuns } from '../monitors/run-driver.js';
 import { scheduleMonitorsPeriodically } from '../monitors/scheduler.js';
 import { webhookSender } from '../webhooks/webhooks.js';
 import { buildApp } from '../api/build-app.js';
@@ -31,6 +32,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   const stopRetention = sweepRetentionPeriodically(engine.deps, { days: engine.config.retentionDays });
   // Where workers run, the schedule runs: `serve --no-worker` behind a load balancer leaves it to the worker machines.
   const stopSchedule = worker ? scheduleMonitorsPeriodically({ monitors: engine.deps.store.monitors, clock: engine.deps.clock, log: engine.deps.log }) : undefined;
+  const stopRuns = worker ? driveMonitorRuns({ engine: engine.deps, jobService: engine.jobService }, worker.id, engine.config.jobs.pollMs) : undefined;
   io.stderr.write(`sluice API listening on ${boundAddress(app.server.address())}${worker ? ` with worker ${worker.id}` : ''}${sender ? ' and webhook sender' : ''}\n`);
 
   await new Promise<void>((resolve) => {
@@ -42,7 +44,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   io.stderr.write('stopping: finishing in-flight requests and batches\n');
   worker?.stop();
   sender?.stop();
-  const [, [work]] = await Promise.all([app.close(), settled, stopRetention(), stopSchedule?.()]);
+  const [, [work]] = await Promise.all([app.close(), settled, stopRetention(), stopSchedule?.(), stopRuns?.()]);
   if (work.status === 'rejected') throw work.reason;
   return 0;
 }

@@ -47,11 +47,12 @@ export const MONITOR_TYPE_SPECS: Readonly<Record<MonitorType, MonitorTypeSpec>> 
 };
 
 /**
- * Billing rule of monitor runs: one credit per target per run, charged once per run and target
- * (a run resumed after a crash never charges a target twice). A monitor's purpose is to look again,
- * so the repeat-free window of single lookups does not apply between runs.
+ * Billing rule of monitor runs: a run is a bulk job of its type and is billed as one (spec 8): one
+ * credit per target the account has not paid for within the charge window, a target paid for in the
+ * window (by a run, a job or a single lookup) free, each target charged at most once per run
+ * however often the run is resumed. So a run costs at most this much per target, and often nothing.
  */
-export const CREDITS_PER_TARGET_PER_RUN = 1;
+export const MAX_CREDITS_PER_TARGET_PER_RUN = 1;
 
 /** `type` as a monitor type: `unknown_monitor_type` or, for spec types without a lookup, `monitor_type_unsupported` (both 422). */
 export function monitorType(raw: string): MonitorType {

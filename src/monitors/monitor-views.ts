@@ -1,9 +1,9 @@
 import { MONITOR_STATUSES, type MonitoringTarget, type MonitorRecord, type MonitorRunRecord, type TargetListRecord } from '../storage/monitor-records.js';
-import { CREDITS_PER_TARGET_PER_RUN, MONITOR_TYPE_SPECS } from './monitor-types.js';
+import { MAX_CREDITS_PER_TARGET_PER_RUN, MONITOR_TYPE_SPECS } from './monitor-types.js';
 import type { InvalidTargets } from './target-input.js';
 
 /** How a run is billed, as the create response and the README state it. */
-export const RUN_BILLING = `${CREDITS_PER_TARGET_PER_RUN} credit per target per run, charged once per run and target; repeats within the lookup billing window are not free between runs`;
+export const RUN_BILLING = `as a bulk job of the monitor's type: ${MAX_CREDITS_PER_TARGET_PER_RUN} credit per target the account has not paid for within the charge window; a target already paid for in the window (by a run, a job or a lookup) is free; never charged twice in one run, resumed or not`;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -18,7 +18,7 @@ export function monitorView(m: MonitorRecord) {
     change_detection: m.changeDetection,
     status: m.status,
     target_count: m.targetCount,
-    credits_per_run: m.targetCount * CREDITS_PER_TARGET_PER_RUN,
+    credits_per_run: m.targetCount * MAX_CREDITS_PER_TARGET_PER_RUN,
     next_run_at: m.status === MONITOR_STATUSES.paused ? null : iso(m.nextRunAt),
     last_run_at: iso(m.lastRunAt),
     created_at: iso(m.createdAt)!,

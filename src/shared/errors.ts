@@ -109,6 +109,8 @@ export const ERROR_CODES = {
   tooManyTargets: 'too_many_targets',
   /** A run by hand while another run of the monitor is queued or running. */
   runInProgress: 'run_in_progress',
+  /** A monitor run that is not the caller's account's, or not of the monitor named in the path. */
+  monitorRunNotFound: 'run_not_found',
   internal: 'internal',
 } as const;
 

@@ -21,6 +21,11 @@ export interface JobOptions {
   countryColumn?: string;
   /** Result files start with a UTF-8 BOM, so that Excel opens accented text correctly. */
   excel?: boolean;
+  /**
+   * Every key is looked up afresh: the result cache is not read (it is still written). A monitor
+   * run sets it, or a remote provider's cached answer would hide every change for the window.
+   */
+  fresh?: boolean;
 }
 
 export const INPUT_DELIMITERS = [',', ';', '\t', '|'] as const;

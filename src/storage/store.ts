@@ -13,6 +13,8 @@ import type {
   Page,
   TargetListRecord,
 } from './monitor-records.js';
+import type { ComparisonCommit, RunClaim, RunEnd, StoredSnapshot } from './monitor-run-records.js';
+import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, SnapshotRecord, TypedRunRecord } from './monitor-result-records.js';
 import type {
   Account,
   ApiKeyRow,
@@ -64,6 +66,8 @@ export interface Store {
   readonly audit: AuditPort;
   readonly retention: RetentionPort;
   readonly monitors: MonitorsPort;
+  readonly monitorRuns: MonitorRunsPort;
+  readonly monitorResults: MonitorResultsPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -661,4 +665,81 @@ export interface MonitorsPort {
   queueManualRun(accountId: string, monitorId: string, runId: string, now: number): Promise<MonitorRunRecord>;
   /** The monitor's runs, newest first. Two reads. `monitor_not_found` (404). */
   runs(accountId: string, monitorId: string, page: Page): Promise<{ runs: MonitorRunRecord[]; total: number }>;
+}
+
+/**
+ * Reading monitor runs and their snapshots (spec 2.8, 4.8), from the tables alone: what run
+ * execution wrote is read here, never changed. Every operation takes the caller's account; another
+ * account's run reads as absent (undefined, or `run_not_found` 404 from the streaming read).
+ *
+ * Snapshots come in the run's seq order. A page and its total are two reads: snapshots a running
+ * run commits between them may show in one only. The stream reads by keyset (seq after the last
+ * one read), so it sees every snapshot committed before it reaches it, once, and holds one page.
+ */
+export interface MonitorResultsPort {
+  /** The account's run with its monitor's type. A read. */
+  run(accountId: string, runId: string): Promise<TypedRunRecord | undefined>;
+  /** The account's runs (of monitors of `type`), newest first. Two reads. */
+  runs(accountId: string, filter: Page & { type?: MonitorType | undefined }): Promise<{ runs: TypedRunRecord[]; total: number }>;
+  /** A page of the run's snapshots; with `changesOnly`, only those with changes. Two reads; an unknown run gives none. */
+  snapshots(accountId: string, runId: string, filter: ResultsFilter): Promise<{ snapshots: SnapshotRecord[]; total: number }>;
+  /**
+   * Every snapshot of the run (with `changesOnly`, those with changes), pages of at most `pageSize`
+   * (default SNAPSHOT_PAGE_SIZE), each one keyset query. `run_not_found` (404) before the first page.
+   */
+  streamSnapshots(accountId: string, runId: string, options: { changesOnly: boolean; pageSize?: number }): AsyncIterable<SnapshotRecord[]>;
+  /**
+   * Snapshots of the account's completed runs (of monitors of `type`), the newest run first, each
+   * run's in seq order. Runs still going are left out, so a page does not shift under a reader while
+   * a run writes. Two reads; the total counts rows (the changed-snapshot index bounds a
+   * `changesOnly` count by the changes).
+   */
+  results(accountId: string, filter: MonitoringResultsFilter): Promise<{ results: MonitoringSnapshot[]; total: number }>;
+}
+
+/**
+ * Executing monitor runs: starting a queued run (its targets become an engine job), and comparing
+ * the job's results with each target's last result. Both steps are leased on the run's row
+ * (`lease_owner`, `lease_epoch`, `lease_until`), like a job's phases: a claim is serialised (one
+ * IMMEDIATE transaction on SQLite; `FOR UPDATE SKIP LOCKED` on PostgreSQL), so two processes never
+ * take one step, and a process that dies loses its lease when it runs out. Every write of a step is
+ * fenced by the lease epoch: a process that lost its lease changes nothing.
+ */
+export interface MonitorRunsPort {
+  /**
+   * Leases the oldest run that is queued, or started but without a job whose lease ran out (its
+   * starter died), and whose monitor has no other run running: runs of one monitor never overlap,
+   * so each compares with the one before. Moves it to `running` (started_at kept on a takeover).
+   */
+  claimStart(owner: string, now: number, leaseMs: number): Promise<RunClaim | undefined>;
+  /**
+   * Leases the oldest running run whose job has ended (completed, failed, cancelled) and whose
+   * lease is free or ran out. Serialised like `claimStart`.
+   */
+  claimCompare(owner: string, now: number, leaseMs: number): Promise<RunClaim | undefined>;
+  /** Fenced by the epoch; false when the lease is lost. */
+  renewLease(runId: string, lease: { owner: string; epoch: number }, until: number): Promise<boolean>;
+  /** Up to `limit` targets of the monitor after `after` (null: from the first), in the store's target order. A read. */
+  targetPage(monitorId: string, after: string | null, limit: number): Promise<string[]>;
+  /** Records the run's job and its number of targets and frees the lease. Fenced; false when the lease is lost. */
+  recordJob(runId: string, lease: { owner: string; epoch: number }, jobId: string, totalRecords: number): Promise<boolean>;
+  /** The last result (JSON text, or null before the first) of each of these targets the monitor holds. A read. */
+  lastData(monitorId: string, targets: readonly string[]): Promise<Map<string, string | null>>;
+  /**
+   * One comparison checkpoint: the snapshots (upserted by run and seq, so a batch done again writes
+   * the same rows), the targets' last results (rows of targets removed meanwhile are not made again),
+   * the cursor and the running counts. Atomic; fenced by epoch and cursor: false, with nothing
+   * written, when the lease is lost or the cursor moved.
+   */
+  commitComparison(input: ComparisonCommit): Promise<boolean>;
+  /** Up to `limit` snapshots after `afterSeq` (only those with changes when `changedOnly`), by seq. A read. */
+  snapshotPage(runId: string, page: { afterSeq: number; limit: number; changedOnly: boolean }): Promise<StoredSnapshot[]>;
+  /** Up to `limit` snapshots with a high-value alert, by seq. A read. */
+  alertSnapshots(runId: string, limit: number): Promise<StoredSnapshot[]>;
+  /**
+   * Ends a running run: status, reason, finished_at, the stats, the lease freed, and `events` in the
+   * outbox. Atomic; fenced by epoch and status `running`, so a run ends once and its events are
+   * written once; false when it was not this lease's to end.
+   */
+  finish(end: RunEnd): Promise<boolean>;
 }

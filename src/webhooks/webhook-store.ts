@@ -5,7 +5,13 @@ import type { WebhooksPort } from '../storage/store.js';
 import { newSigningSecret } from './sign.js';
 
 /** Events an account can subscribe to; `test` is only ever sent by the test endpoint. */
-export const WEBHOOK_EVENTS = { bulkCompleted: 'bulk.completed', bulkPaused: 'bulk.paused', lookupCompleted: 'lookup.completed' } as const;
+export const WEBHOOK_EVENTS = {
+  bulkCompleted: 'bulk.completed',
+  bulkPaused: 'bulk.paused',
+  lookupCompleted: 'lookup.completed',
+  monitorRunCompleted: 'monitor.run.completed',
+  monitorAlertHighValue: 'monitor.alert.high_value',
+} as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[keyof typeof WEBHOOK_EVENTS];
 export const TEST_EVENT = 'test';
 

@@ -59,6 +59,12 @@ const OPERATIONS = [
   'DELETE /api/monitors/{id}/targets',
   'POST /api/agent/monitors/{id}/run',
   'GET /api/monitoring/targets',
+  'GET /api/monitors/{id}/runs/{runId}/results',
+  'GET /api/monitors/{id}/runs/{runId}/results/download',
+  'GET /api/agent/monitors/{id}/runs',
+  'GET /api/agent/monitors/{id}/runs/{runId}/results',
+  'GET /api/agent/monitoring/runs',
+  'GET /api/agent/monitoring/results',
   'POST /api/lists',
   'GET /api/lists',
   'GET /api/lists/{id}',
@@ -236,6 +242,23 @@ describe('what the document says matches what the routes do', () => {
     const created = doc.paths['/api/monitors'].post.responses['201'].content['application/json'].schema;
     expect(Object.keys(created.properties)).toEqual(expect.arrayContaining(['frequency', 'tracked_fields', 'change_detection', 'next_run_at', 'credits_per_run', 'billing']));
     expect(Object.keys(doc.paths['/api/agent/monitors/{id}/run'].post.responses)).toContain('202');
+  });
+
+  it("documents spec 4.8's run and result shapes: the bare array, the paged results and runs, the snapshot's fields", () => {
+    const schemaOf = (path: string, status = '200') => doc.paths[path].get.responses[status].content['application/json'].schema;
+    const bare = schemaOf('/api/monitors/{id}/runs/{runId}/results');
+    expect(bare.type).toBe('array');
+    expect(Object.keys(bare.items.properties)).toEqual(expect.arrayContaining(['email', 'target', 'data', 'changes', 'has_changes']));
+    expect(doc.paths['/api/monitors/{id}/runs/{runId}/results'].get.parameters.map((p: { name: string }) => p.name)).toContain('changes_only');
+    for (const path of ['/api/agent/monitors/{id}/runs/{runId}/results', '/api/agent/monitoring/results']) {
+      expect(Object.keys(schemaOf(path).properties), path).toEqual(expect.arrayContaining(['results', 'total', 'limit', 'offset']));
+    }
+    for (const path of ['/api/agent/monitors/{id}/runs', '/api/agent/monitoring/runs']) {
+      const runs = schemaOf(path);
+      expect(Object.keys(runs.properties), path).toEqual(expect.arrayContaining(['runs', 'total']));
+      expect(Object.keys(runs.properties.runs.items.properties.stats.properties)).toEqual(['total_records', 'changes_detected', 'credits_used', 'duration_ms']);
+    }
+    expect(doc.paths['/api/agent/monitoring/results'].get.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['limit', 'offset', 'type', 'changes_only']));
   });
 
   it('marks the routes that take no API key as public (healthz, readyz, login)', () => {

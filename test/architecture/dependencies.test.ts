@@ -36,7 +36,7 @@ const ALLOWED: Record<string, string[]> = {
   main: ['api', 'cli', 'monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
   api: ['monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'shared', 'pipelines'],
   cli: ['monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
-  monitors: ['jobs', 'storage', 'config', 'shared', 'pipelines'],
+  monitors: ['jobs', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
   jobs: ['auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
   webhooks: ['auth', 'storage', 'shared'],
   auth: ['storage', 'shared'],

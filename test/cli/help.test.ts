@@ -17,6 +17,8 @@ const HELP: [args: string[], shows: string[]][] = [
   [['keys', '--help'], ['sluice keys create', 'sluice keys list']],
   [['monitors', '--help'], ['sluice monitors create', 'sluice monitors list', 'sluice monitors show ID', 'sluice monitors run ID', 'sluice monitors pause ID', 'sluice monitors resume ID', 'sluice monitors delete ID']],
   [['monitors', 'run', '--help'], ['sluice monitors run ID']],
+  [['monitors', 'results', '--help'], ['sluice monitors results RUN_ID --account ID [--changes-only] [--limit N] [--offset N] [--csv FILE] [--json]']],
+  [['monitors', 'runs', '--help'], ['sluice monitors runs ID --account ID [--limit N] [--offset N] [--json]']],
   [['lists', '--help'], ['sluice lists create FILE', 'sluice lists list', 'sluice lists show ID', 'sluice lists delete ID']],
   [['import', '--help'], ['sluice import breaches FILE', 'sluice import companies FILE']],
   [['serve', '--help'], ['sluice serve [--port N]']],

@@ -43,7 +43,7 @@ describe('POST /api/monitors', () => {
       last_run_at: null,
       created_at: new Date(T0).toISOString(),
       updated_at: new Date(T0).toISOString(),
-      billing: expect.stringContaining('1 credit per target per run'),
+      billing: expect.stringContaining('1 credit per target the account has not paid for within the charge window'),
       targets: {
         added: 2,
         already_present: 0,

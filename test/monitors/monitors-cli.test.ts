@@ -40,7 +40,7 @@ describe('sluice lists and sluice monitors', () => {
     );
     expect(monitor).toMatchObject({ type: 'email', frequency: 'weekly', tracked_fields: ['breached', 'count'], target_count: 3, credits_per_run: 3, next_run_at: start, status: 'active' });
     expect(monitor.targets.invalid).toMatchObject({ count: 1, by_code: { invalid_email: 1 } });
-    expect(monitor.billing).toContain('1 credit per target per run');
+    expect(monitor.billing).toContain('1 credit per target the account has not paid for within the charge window');
     expect(await ok(['monitors', 'list', '--account', account], env)).toMatchObject({ total: 1, monitors: [{ id: monitor.id }] });
 
     const run = await ok(['monitors', 'run', monitor.id, '--account', account], env);
@@ -75,7 +75,7 @@ describe('sluice lists and sluice monitors', () => {
     expect(noAccount.stderr).toContain('--account is required');
   });
 
-  it('`sluice worker` records a queued run for a monitor that is due, once', async () => {
+  it('`sluice worker` records a run for a monitor that is due, once, and carries it out', async () => {
     const { env } = sandbox();
     const account = (await ok(['accounts', 'create', '--credits', '10'], env)).id as string;
     const monitor = await ok(['monitors', 'create', '--account', account, '--name', 'due now', '--type', 'company', '--frequency', 'monthly', '--target', 'Acme Inc'], env);
@@ -83,12 +83,12 @@ describe('sluice lists and sluice monitors', () => {
     let runs: Record<string, any>[] = [];
     const queued = await waitFor(async () => {
       runs = (await ok(['monitors', 'show', monitor.id, '--account', account], env)).recent_runs;
-      return runs.length > 0;
-    }, 20_000, 200);
+      return runs.length > 0 && runs[0]!.status === 'completed';
+    }, 30_000, 200);
     worker.child.kill('SIGTERM');
     expect(await exitWithin(worker.child, 15_000)).toBe(0);
     expect(queued, worker.stderr()).toBe(true);
-    expect(runs).toEqual([expect.objectContaining({ trigger: 'schedule', status: 'queued', period_start: monitor.next_run_at })]);
+    expect(runs).toEqual([expect.objectContaining({ trigger: 'schedule', status: 'completed', period_start: monitor.next_run_at })]);
     const after = await ok(['monitors', 'show', monitor.id, '--account', account], env);
     expect(after.recent_runs).toHaveLength(1);
     expect(Date.parse(after.next_run_at)).toBeGreaterThan(Date.parse(monitor.next_run_at));

@@ -83,7 +83,7 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
     {
       schema: {
         tags: ['monitors'],
-        description: `Creates an active monitor whose first run (the baseline) is due at start_at (default now). Billing of runs: ${RUN_BILLING}; credits_per_run says what a run of the current targets costs.`,
+        description: `Creates an active monitor whose first run (the baseline) is due at start_at (default now). Billing of runs: ${RUN_BILLING}; credits_per_run is the most a run of the current targets costs (one credit per target; targets paid for within the window cost nothing).`,
         body: monitorBody,
         response: {
           201: { description: 'The monitor, its billing rule, and what became of the targets given', type: 'object', properties: { ...monitorSchema.properties, billing: { type: 'string' }, targets: targetsOutcomeSchema } },

@@ -45,7 +45,7 @@ export const monitorSchema = {
     change_detection: { type: 'string', enum: Object.values(CHANGE_MODES) },
     status: { type: 'string', enum: Object.values(MONITOR_STATUSES) },
     target_count: { type: 'integer' },
-    credits_per_run: { type: 'integer', description: `What a run of the current targets costs: ${RUN_BILLING}` },
+    credits_per_run: { type: 'integer', description: `The most a run of the current targets costs, billed ${RUN_BILLING}` },
     next_run_at: { ...nullable('string'), description: 'Start of the next scheduled run; null while paused' },
     last_run_at: { ...nullable('string'), description: 'When the latest run (scheduled or by hand) was queued' },
     created_at: { type: 'string' },

@@ -18,7 +18,8 @@ const CREATE_DESCRIPTION =
   `Registers a webhook. An account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks, paused ones included; past that the answer is ` +
   `409 too_many_webhooks until one is deleted. Each account may have ${DELIVERY_LIMITS.pendingPerAccount} deliveries pending; deliveries of ` +
   'events past that are listed as failed with error_code backlog_full and no attempt, and can be sent again by redelivery. ' +
-  'A single lookup that is a free repeat within the billing window sends no lookup.completed event.';
+  'A single lookup that is a free repeat within the billing window sends no lookup.completed event. ' +
+  `events: any of ${Object.values(WEBHOOK_EVENTS).join(', ')} (default ${WEBHOOK_EVENTS.bulkCompleted}).`;
 const DELIVERIES_DESCRIPTION =
   `A JSON array of the webhook's ${DELIVERY_LIST_LIMIT} most recent deliveries, newest first, without the {success, result} envelope ` +
   'of the other webhook routes; errors (400 without webhook_id, 404 for an unknown or deleted webhook) keep that envelope.';

@@ -13,6 +13,8 @@ import { PgJobs } from './pg-jobs.js';
 import { PgKeys } from './pg-keys.js';
 import { PgLimits } from './pg-limits.js';
 import { PgMonitors } from './pg-monitors.js';
+import { PgMonitorRuns } from './pg-monitor-runs.js';
+import { PgMonitorResults } from './pg-monitor-results.js';
 import { PgResults } from './pg-results.js';
 import { PgSessions } from './pg-sessions.js';
 import { PgWebhooks } from './pg-webhooks.js';
@@ -51,6 +53,8 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     audit: new PgAudit(db),
     retention: new PgRetention(db),
     monitors: new PgMonitors(db),
+    monitorRuns: new PgMonitorRuns(db),
+    monitorResults: new PgMonitorResults(db),
     async ping() {
       await db.query('SELECT 1');
     },

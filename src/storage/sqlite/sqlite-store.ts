@@ -11,6 +11,8 @@ import { SqliteJobs } from './sqlite-jobs.js';
 import { SqliteKeys } from './sqlite-keys.js';
 import { SqliteLimits } from './sqlite-limits.js';
 import { SqliteMonitors } from './sqlite-monitors.js';
+import { SqliteMonitorRuns } from './sqlite-monitor-runs.js';
+import { SqliteMonitorResults } from './sqlite-monitor-results.js';
 import { SqliteOutbox } from './sqlite-outbox.js';
 import { SqliteResults } from './sqlite-results.js';
 import { SqliteSessions } from './sqlite-sessions.js';
@@ -46,6 +48,8 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     audit: new SqliteAudit(db),
     retention: new SqliteRetention(db),
     monitors: new SqliteMonitors(db),
+    monitorRuns: new SqliteMonitorRuns(db, outbox),
+    monitorResults: new SqliteMonitorResults(db),
     async ping() {
       ping.get();
     },
