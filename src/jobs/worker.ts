@@ -6,6 +6,7 @@ import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.
 import { assembleJob } from './assemble-job.js';
 import { ownerDead } from './job-activity.js';
 import type { EngineDeps } from './engine-deps.js';
+import { FILE_ERROR_CODES } from './file-errors.js';
 import { JOB_PHASES, JOB_STATUSES, PAUSE_REASONS } from '../storage/job-states.js';
 import { processChunk } from './process-chunk.js';
 import { splitJob } from './split-job.js';
@@ -265,21 +266,4 @@ function isInputError(error: AppError): boolean {
   return INPUT_ERRORS.has(error.code);
 }
 
-const INPUT_ERRORS: ReadonlySet<string> = new Set([
-  ERROR_CODES.invalidUtf8,
-  ERROR_CODES.binaryFile,
-  ERROR_CODES.compressedFile,
-  ERROR_CODES.emptyFile,
-  ERROR_CODES.noRows,
-  ERROR_CODES.noKeyColumn,
-  ERROR_CODES.columnNotFound,
-  ERROR_CODES.ambiguousColumn,
-  ERROR_CODES.lineTooLong,
-  ERROR_CODES.malformedCsv,
-  ERROR_CODES.utf16WithoutBom,
-  ERROR_CODES.invalidUtf16,
-  ERROR_CODES.ambiguousDelimiter,
-  ERROR_CODES.tooManyRows,
-  ERROR_CODES.tooManyColumns,
-  ERROR_CODES.unknownJobType,
-]);
+const INPUT_ERRORS: ReadonlySet<string> = new Set([...FILE_ERROR_CODES, ERROR_CODES.unknownJobType]);

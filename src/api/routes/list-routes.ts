@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseCountry } from '../../../pipelines/phone-breaches.js';
+import { FILE_ERROR_CODES } from '../../jobs/file-errors.js';
 import { invalidView, listView } from '../../monitors/monitor-views.js';
 import { monitorType } from '../../monitors/monitor-types.js';
 import { ERROR_CODES } from '../../shared/errors.js';
@@ -133,26 +134,9 @@ export async function listRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
 /** An error of the file (no key column, malformed CSV, too many rows) has no HTTP status yet: the file, not the request, is at fault. */
 function asFileError(e: unknown): unknown {
   const error = e as { statusCode?: unknown; code?: unknown; message?: unknown };
-  if (e instanceof Error && error.statusCode === undefined && typeof error.code === 'string' && FILE_ERRORS.has(error.code)) {
+  if (e instanceof Error && error.statusCode === undefined && typeof error.code === 'string' && FILE_ERROR_CODES.has(error.code)) {
     return httpError(422, error.code as (typeof ERROR_CODES)[keyof typeof ERROR_CODES], e.message);
   }
   return e;
 }
 
-const FILE_ERRORS: ReadonlySet<string> = new Set([
-  ERROR_CODES.invalidUtf8,
-  ERROR_CODES.binaryFile,
-  ERROR_CODES.compressedFile,
-  ERROR_CODES.emptyFile,
-  ERROR_CODES.noRows,
-  ERROR_CODES.noKeyColumn,
-  ERROR_CODES.columnNotFound,
-  ERROR_CODES.ambiguousColumn,
-  ERROR_CODES.lineTooLong,
-  ERROR_CODES.malformedCsv,
-  ERROR_CODES.utf16WithoutBom,
-  ERROR_CODES.invalidUtf16,
-  ERROR_CODES.ambiguousDelimiter,
-  ERROR_CODES.tooManyRows,
-  ERROR_CODES.tooManyColumns,
-]);
