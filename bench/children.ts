@@ -8,6 +8,7 @@ export const REPO_ROOT = path.resolve(BENCH_DIR, '../..');
 export const CLI = path.join(REPO_ROOT, 'dist/src/main/cli.js');
 export const ENGINE_RUN = path.join(BENCH_DIR, 'engine-run.js');
 export const FLOOR_RUN = path.join(BENCH_DIR, 'floor-run.js');
+export const MONITOR_RUN = path.join(BENCH_DIR, 'monitor-run.js');
 export const REMOTE_SIMULATOR = path.join(BENCH_DIR, 'remote-simulator.js');
 export const REMOTE_TRANSPORT = path.join(BENCH_DIR, 'remote-transport.js');
 

@@ -4,10 +4,11 @@
  *   node dist/bench/run-bench.js [--rows N] [--runs K] [--scenarios engine,floor,...] [--out bench/RESULTS.md]
  *                                [--env SLUICE_X=V ...] [--node-arg=--flag ...] [--keep]
  *
- * Scenarios: engine, floor, e2e, narrow, repeat, memory, resume, upload, remote, profile, postgres, scale-out
+ * Scenarios: engine, floor, e2e, narrow, repeat, memory, resume, upload, remote, profile, postgres, scale-out, monitor
  * (all by default; e2e times `sluice run` through the CLI, input not staged; narrow runs the engine and
  * the floor on a one-column file of addresses; postgres runs the engine and repeat scenarios again on
- * a PostgreSQL server the bench starts; scale-out runs one remote-bound job on 1, 2, 4 and 8 worker processes sharing one PostgreSQL and S3).
+ * a PostgreSQL server the bench starts; scale-out runs one remote-bound job on 1, 2, 4 and 8 worker processes sharing one PostgreSQL and S3;
+ * monitor runs an email monitor of the input's distinct valid addresses twice, as `sluice worker` does, beside the engine job).
  * Every engine job runs in a child process of its own (dist/bench/engine-run.js) on a fresh temp
  * data dir with the embedded S3 server, so that its RSS and CPU are its own. Inputs come from
  * generateGenderCsv (seed 42, 10% duplicates, 3% invalid; the remote scenario's: all distinct and
@@ -26,6 +27,7 @@ import { Bench, firstLine, rowsText, SCENARIOS, type BenchContext, type Options,
 import { e2eFinding, e2eScenario } from './scenario-e2e.js';
 import { engineAndFloor, engineFindings, runsSection } from './scenario-engine.js';
 import { memoryFinding, memoryScenario } from './scenario-memory.js';
+import { monitorScenario } from './scenario-monitor.js';
 import { narrowFinding, narrowScenario } from './scenario-narrow.js';
 import { postgresFinding, postgresScenario } from './scenario-postgres.js';
 import { profileFinding, profileScenario } from './scenario-profile.js';
@@ -181,6 +183,7 @@ async function main(): Promise<number> {
     const memory = wants('memory') ? await memoryScenario(ctx, ef) : undefined;
     if (wants('resume')) await resumeScenario(ctx, ef);
     const uploads = wants('upload') ? await uploadScenario(ctx) : [];
+    if (wants('monitor')) await monitorScenario(ctx, ef);
     const remote = wants('remote') ? await remoteScenario(ctx) : undefined;
     const profiled = wants('profile') ? await profileScenario(ctx) : undefined;
     const postgres = wants('postgres') ? await postgresScenario(ctx, ef, ef.floorMs, repeat?.second) : undefined;

@@ -13,7 +13,7 @@ import type { EngineResult, EngineStaged } from './engine-run.js';
 import type { FloorResult } from './floor-run.js';
 import { fmt, MiB, type Row } from './report.js';
 
-export const SCENARIOS = ['engine', 'floor', 'e2e', 'narrow', 'repeat', 'memory', 'resume', 'upload', 'remote', 'profile', 'postgres', 'scale-out'] as const;
+export const SCENARIOS = ['engine', 'floor', 'e2e', 'narrow', 'repeat', 'memory', 'resume', 'upload', 'remote', 'profile', 'postgres', 'scale-out', 'monitor'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export const TARGETS = {

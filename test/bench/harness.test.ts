@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
  */
 const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 const RUN_BENCH = path.join(REPO_ROOT, 'dist/bench/run-bench.js');
-const MEASURED = ['engine', 'floor', 'e2e', 'narrow', 'repeat', 'resume', 'upload', 'remote'];
+const MEASURED = ['engine', 'floor', 'e2e', 'narrow', 'repeat', 'resume', 'upload', 'remote', 'monitor'];
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -48,7 +48,7 @@ function tableRows(markdown: string): Map<string, { figure: string; target: stri
 }
 
 describe('the benchmark harness', () => {
-  it('runs engine, floor, e2e, narrow, repeat, resume, upload and remote at 10,000 rows and writes a row with figures for each', async () => {
+  it('runs engine, floor, e2e, narrow, repeat, resume, upload, remote and monitor at 10,000 rows and writes a row with figures for each', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-smoke-'));
     dirs.push(dir);
     const out = path.join(dir, 'RESULTS.md');
@@ -87,6 +87,10 @@ describe('the benchmark harness', () => {
 
     expect(rows.get('remote')!.figure).toMatch(/^\d+\.\d% efficiency \([\d,]+ rows\/s\)$/);
     expect(rows.get('remote')!.detail).toContain('max 64 in flight');
+    expect(rows.get('monitor')!.figure).toMatch(/^[\d,]+ targets\/s, peak RSS \d+ MB$/);
+    expect(rows.get('monitor')!.detail).toMatch(/email monitor of the [\d,]+ distinct valid addresses of the 10,000-row input/);
+    expect(rows.get('monitor')!.detail).toMatch(/last_data: 0 changes/);
+    expect(rows.get('monitor')!.detail).toMatch(/the bulk job \(engine scenario, same bench\): [\d,]+ rows\/s/);
 
     // Children and temp dirs are gone: nothing of the run is left in the temp dir.
     const leftovers = fs.readdirSync(os.tmpdir()).filter((name) => name.startsWith('sluice-bench-') && !name.startsWith('sluice-bench-smoke-'));
