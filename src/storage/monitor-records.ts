@@ -48,6 +48,9 @@ export type MonitorStatus = (typeof MONITOR_STATUSES)[keyof typeof MONITOR_STATU
 export const RUN_TRIGGERS = { schedule: 'schedule', manual: 'manual' } as const;
 export type RunTrigger = (typeof RUN_TRIGGERS)[keyof typeof RUN_TRIGGERS];
 
+/** Why a run was cancelled before it started: pausing a monitor cancels its queued runs. */
+export const RUN_CANCEL_REASONS = { monitorPaused: 'monitor_paused' } as const;
+
 /** A run is queued when it is recorded; the engine job that carries it moves it on. */
 export const RUN_STATUSES = { queued: 'queued', running: 'running', completed: 'completed', failed: 'failed', cancelled: 'cancelled' } as const;
 export type RunStatus = (typeof RUN_STATUSES)[keyof typeof RUN_STATUSES];

@@ -123,6 +123,25 @@ describe.each(TEST_STORES)('Store contract on %s: the monitor schedule', (kind) 
     expect(periods(await store.monitors.claimDueRuns(NOW + 21 * DAY_MS, 100))).toEqual(['m1@21d']);
   });
 
+  it('pausing cancels the runs still queued, not another account\'s, and not a run a starter has taken', async () => {
+    await store.monitors.create(newMonitor(account, 'm2'));
+    expect(periods(await store.monitors.claimDueRuns(NOW, 100))).toEqual(['m2@0d']);
+    const taken = await store.monitorRuns.claimStart('starter', NOW, 10 * HOUR_MS);
+    await store.monitors.create(newMonitor(account, 'm1', { startAt: NOW + HOUR_MS }));
+    const [queued] = await store.monitors.claimDueRuns(NOW + HOUR_MS, 100);
+    const other = (await newAccount(store)).id;
+    expect(await store.monitors.pause(other, 'm1', NOW + 2 * HOUR_MS)).toBeUndefined();
+    expect((await store.monitors.runs(account, 'm1', { limit: 10, offset: 0 })).runs[0]).toMatchObject({ id: queued!.id, status: 'queued' });
+    await store.monitors.pause(account, 'm1', NOW + 2 * HOUR_MS);
+    await store.monitors.pause(account, 'm2', NOW + 2 * HOUR_MS);
+    expect((await store.monitors.runs(account, 'm1', { limit: 10, offset: 0 })).runs).toEqual([
+      expect.objectContaining({ id: queued!.id, status: 'cancelled', reason: 'monitor_paused' }),
+    ]);
+    expect((await store.monitors.runs(account, 'm2', { limit: 10, offset: 0 })).runs).toEqual([expect.objectContaining({ id: taken!.run.id, status: 'running' })]);
+    // Nothing is left for a starter to take.
+    expect(await store.monitorRuns.claimStart('starter-2', NOW + 2 * HOUR_MS, 60_000)).toBeUndefined();
+  });
+
   it('resumed before its next period, a monitor keeps its time', async () => {
     await store.monitors.create(newMonitor(account, 'm1', { startAt: NOW + 3 * DAY_MS }));
     await store.monitors.pause(account, 'm1', NOW);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   MONITOR_STATUSES,
+  RUN_CANCEL_REASONS,
   RUN_TRIGGERS,
   type MonitorChanges,
   type MonitorRecord,
@@ -139,8 +140,15 @@ export class PgMonitors implements MonitorsPort {
   }
 
   async pause(accountId: string, id: string, now: number): Promise<MonitorRecord | undefined> {
-    await this.db.query("UPDATE monitors SET status = 'paused', updated_at = $1 WHERE id = $2 AND account_id = $3 AND status = 'active'", [now, id, accountId]);
-    return monitorRow(this.db, accountId, id);
+    return this.db.transaction(async (tx) => {
+      await tx.query("UPDATE monitors SET status = 'paused', updated_at = $1 WHERE id = $2 AND account_id = $3 AND status = 'active'", [now, id, accountId]);
+      // A starter that has taken a queued run holds it as running: only runs still queued go.
+      await tx.query(
+        "UPDATE monitor_runs SET status = 'cancelled', reason = $4, finished_at = $1 WHERE monitor_id = $2 AND account_id = $3 AND status = 'queued'",
+        [now, id, accountId, RUN_CANCEL_REASONS.monitorPaused],
+      );
+      return monitorRow(tx, accountId, id);
+    });
   }
 
   async resume(accountId: string, id: string, now: number): Promise<MonitorRecord | undefined> {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   MONITOR_STATUSES,
+  RUN_CANCEL_REASONS,
   RUN_TRIGGERS,
   type MonitorChanges,
   type MonitorRecord,
@@ -69,6 +70,9 @@ export class SqliteMonitors implements MonitorsPort {
          WHERE id = ? AND account_id = ?`,
       ),
       pause: db.prepare("UPDATE monitors SET status = 'paused', updated_at = ? WHERE id = ? AND account_id = ? AND status = 'active'"),
+      cancelQueuedRuns: db.prepare(
+        "UPDATE monitor_runs SET status = 'cancelled', reason = ?, finished_at = ? WHERE monitor_id = ? AND account_id = ? AND status = 'queued'",
+      ),
       resume: db.prepare("UPDATE monitors SET status = 'active', next_run_at = ?, updated_at = ? WHERE id = ? AND account_id = ?"),
       removeMonitor: db.prepare('DELETE FROM monitors WHERE id = ? AND account_id = ?'),
 
@@ -201,8 +205,14 @@ export class SqliteMonitors implements MonitorsPort {
   }
 
   async pause(accountId: string, id: string, now: number): Promise<MonitorRecord | undefined> {
-    this.s.pause.run(now, id, accountId);
-    return this.monitorRow(accountId, id);
+    return this.db
+      .transaction(() => {
+        this.s.pause.run(now, id, accountId);
+        // A starter that has taken a queued run holds it as running: only runs still queued go.
+        this.s.cancelQueuedRuns.run(RUN_CANCEL_REASONS.monitorPaused, now, id, accountId);
+        return this.monitorRow(accountId, id);
+      })
+      .immediate();
   }
 
   async resume(accountId: string, id: string, now: number): Promise<MonitorRecord | undefined> {
