@@ -99,14 +99,7 @@ export interface MonitorRecord {
   updatedAt: number;
 }
 
-export interface NewMonitor {
-  id: string;
-  accountId: string;
-  name: string;
-  type: MonitorType;
-  frequency: Frequency;
-  trackedFields: string[];
-  changeDetection: ChangeMode;
+export interface NewMonitor extends Pick<MonitorRecord, 'id' | 'accountId' | 'name' | 'type' | 'frequency' | 'trackedFields' | 'changeDetection'> {
   /** The first run's time and the schedule's anchor. */
   startAt: number;
   now: number;

@@ -51,7 +51,7 @@ export class SqliteBillingIndex {
    * This process's appends in the transaction now open, for `afterCommit` to put in the copy, so
    * that the next check need not read them back; any check drops what was not confirmed.
    */
-  private appended: { last: number; lastHex: string; rows: { scope: string; hexes: string[]; chargedAt: number }[]; merged: boolean } | undefined;
+  private appended: { last: number; lastHex: string; rows: { scope: string; hexes: string[]; chargedAt: number }[]; readBack: boolean } | undefined;
 
   constructor(
     private readonly db: Db,
@@ -129,18 +129,18 @@ export class SqliteBillingIndex {
    */
   record(accountSeq: number, kind: string, hashes: readonly BillingHash[], now: number, ledgerSeq: number): void {
     if (hashes.length === 0) return;
-    const appended = (this.appended ??= { last: this.seen, lastHex: '', rows: [], merged: false });
+    const appended = (this.appended ??= { last: this.seen, lastHex: '', rows: [], readBack: false });
     const hexes = hashes.map((hash) => hash.toString('hex'));
     // One statement for the batch; its rows take consecutive seqs, in the list's order.
     const last = Number(this.stmts.append.run(accountSeq, kind, now, ledgerSeq, JSON.stringify(hexes)).lastInsertRowid);
     // Not the seqs that follow the copy's: some other way of counting than afterCommit relies on.
-    if (last - hashes.length !== appended.last) appended.merged = true;
+    if (last - hashes.length !== appended.last) appended.readBack = true;
     appended.last = last;
     appended.lastHex = hexes[hexes.length - 1]!;
     appended.rows.push({ scope: scopeOf(accountSeq, kind), hexes, chargedAt: now });
     if (last - this.mergedThrough >= this.mergeRows) {
       this.mergeThrough(last);
-      appended.merged = true;
+      appended.readBack = true;
     }
   }
 
@@ -155,7 +155,7 @@ export class SqliteBillingIndex {
   afterCommit(): void {
     const appended = this.appended;
     this.appended = undefined;
-    if (!appended || appended.merged || this.db.inTransaction) return;
+    if (!appended || appended.readBack || this.db.inTransaction) return;
     // Its last row, read back: a caller that took a rollback for a commit finds it missing.
     if (this.stmts.logHex.get(appended.last) !== appended.lastHex) return;
     for (const { scope, hexes, chargedAt } of appended.rows) {
