@@ -52,6 +52,13 @@ export const ERROR_CODES = {
   invalidEmployeeCount: 'invalid_employee_count',
   /** A company file's website cell that names no public host (an IP, localhost, not a URL): left empty, the company kept. */
   invalidWebsite: 'invalid_website',
+  // password breaches: a range prefix or SHA-1 that is not hex of its length; lines of a range import
+  invalidPrefix: 'invalid_prefix',
+  invalidSha1: 'invalid_sha1',
+  /** A line of a password range file that is not `SHA1:COUNT` (or `SUFFIX:COUNT` in a prefix's file). */
+  invalidHashLine: 'invalid_hash_line',
+  /** A password range file whose hashes are not in ascending order: the import stops, the old index stays. */
+  unsortedInput: 'unsorted_input',
   // engine
   leaseLost: 'lease_lost',
   jobNotFound: 'job_not_found',

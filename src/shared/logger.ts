@@ -12,6 +12,8 @@ const SECRET_FIELDS = [
   'authorization',
   'cookie',
   'password',
+  // A password's SHA-1 is the password to anyone with a dictionary (the password breach check).
+  'sha1',
   'secret',
   'signing_secret',
   'signingSecret',
