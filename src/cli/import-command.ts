@@ -9,8 +9,13 @@ import type { CompanyRecord } from '../storage/records.js';
 import type { CompaniesPort } from '../storage/store.js';
 import { breachForm, type BreachForm, type BreachTargets } from './breach-forms.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
+import { importPasswordsCommand, PASSWORD_IMPORT_USAGE } from './password-import-command.js';
 
-export const IMPORT_USAGE_LINES = ['sluice import breaches FILE [--default-country CC] [--json]', 'sluice import companies FILE [--map "Header=column"]... [--json]'] as const;
+export const IMPORT_USAGE_LINES = [
+  'sluice import breaches FILE [--default-country CC] [--json]',
+  'sluice import companies FILE [--map "Header=column"]... [--json]',
+  PASSWORD_IMPORT_USAGE,
+] as const;
 export const IMPORT_USAGE = IMPORT_USAGE_LINES.join('\n  ');
 
 /** Bad rows listed by number; the rest are only counted, so a broken export does not flood the terminal. */
@@ -53,6 +58,7 @@ export interface CompanyImportSummary extends Tally {
 export async function importCommand(engine: Engine, args: string[], io: CliIo): Promise<number> {
   const [what, ...rest] = args;
   if (what === 'companies') return importCompaniesCommand(engine, rest, io);
+  if (what === 'passwords') return importPasswordsCommand(engine, rest, io);
   if (what !== 'breaches') throw new AppError(ERROR_CODES.badArgument, `usage:\n  ${IMPORT_USAGE}`);
   const { values, positionals } = parseCommand(rest, { 'default-country': { type: 'string' } }, 1);
   const rawCountry = values['default-country'] as string | undefined;

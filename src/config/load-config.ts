@@ -32,6 +32,8 @@ export interface Config {
   readonly api: ApiConfig;
   readonly webhooks: WebhookConfig;
   readonly providers: ProviderConfig;
+  /** Password breaches: a remote range service (`GET {url}/range/{prefix}`); unset, the imported index. */
+  readonly passwordRange: RemoteService;
   /** `GET /metrics` on `serve`, and a worker's own metrics listener (port 0: none). */
   readonly metrics: { readonly enabled: boolean; readonly token: string | undefined; readonly port: number };
 }
@@ -182,6 +184,8 @@ export const SETTINGS = {
   companyProviderAuth: optionalText('SLUICE_COMPANY_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote company service, e.g. `Bearer ...`.'),
   emailBreachProviderUrl: optionalUrl('SLUICE_EMAIL_BREACH_PROVIDER_URL', 'Remote email-breach lookup service (see "Remote lookup providers"). Unset: the embedded email breach index.'),
   emailBreachProviderAuth: optionalText('SLUICE_EMAIL_BREACH_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote email-breach service, e.g. `Bearer ...`.'),
+  passwordRangeUrl: optionalUrl('SLUICE_PASSWORD_RANGE_URL', 'Remote k-anonymity range service for password breaches (`GET {url}/range/{prefix}`, e.g. `https://api.pwnedpasswords.com`); only 5 hex digits of a SHA-1 are sent. Unset: the index `sluice import passwords` loads.'),
+  passwordRangeAuth: optionalText('SLUICE_PASSWORD_RANGE_AUTH', 'The whole `Authorization` header value sent to the password range service (another Sluice: `Bearer <API key>`).'),
   providerTimeoutMs: int('SLUICE_PROVIDER_TIMEOUT_MS', 10_000, 100, 600_000, 'Time allowed for one request to a remote lookup service.'),
   providerMaxBatch: int('SLUICE_PROVIDER_MAX_BATCH', 100, 1, 10_000, 'Keys per request to a remote lookup service (1 for a service that takes one key at a time).'),
   providerConnections: int('SLUICE_PROVIDER_CONNECTIONS', 64, 1, 10_000, 'Keep-alive connections per remote lookup service and process; also its requests in flight.'),
@@ -258,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connections: read(s.providerConnections),
       maxBatch: read(s.providerMaxBatch),
     },
+    passwordRange: { url: read(s.passwordRangeUrl), auth: read(s.passwordRangeAuth) },
     webhooks: {
       allowPrivate: read(s.webhookAllowPrivate),
       attemptTimeoutMs: read(s.webhookTimeoutMs),

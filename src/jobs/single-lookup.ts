@@ -39,6 +39,11 @@ export async function singleLookup<R>(
    * answer sets; else (`repeat_free`) repeats in the window are free.
    */
   billing: 'repeat_free' | 'per_call' | PricedCall<R> = 'repeat_free',
+  /**
+   * `announce: false`: no `lookup.completed` event, for a lookup whose key must not leave Sluice
+   * (a password's SHA-1 would be sent to every subscribed webhook). Default: announced.
+   */
+  options: { announce?: boolean } = {},
 ): Promise<SingleLookup<R>> {
   const normalised = pipeline.normalise(raw);
   if (!normalised.ok) return { ok: false, reason: 'invalid', code: normalised.code };
@@ -80,7 +85,7 @@ export async function singleLookup<R>(
     cache: cached === undefined && !provider.answersLocally ? [{ kind, key, result }] : [],
     // A free repeat announces nothing: the paid lookup of the key already did, and repeats would let
     // an account multiply events (and their POSTs) at no cost.
-    ...(repeat ? {} : { event: (credits: number) => lookupEvent(accountId, kind, key, answer, credits, now) }),
+    ...(repeat || options.announce === false ? {} : { event: (credits: number) => lookupEvent(accountId, kind, key, answer, credits, now) }),
     now,
   });
   if (!committed.ok) return { ok: false, reason: 'insufficient_credits' };

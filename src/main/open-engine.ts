@@ -23,6 +23,8 @@ import { CircuitBreaker } from '../lookups/remote/circuit-breaker.js';
 import { RemoteLookupProvider } from '../lookups/remote/remote-provider.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { AppError, ERROR_CODES, isAppError } from '../shared/errors.js';
+import { PASSWORD_BREACHES_KIND } from '../lookups/password/password-breach-provider.js';
+import { openPasswordBreaches } from './open-password-range.js';
 import type { Logger } from '../shared/logger.js';
 import { createMetrics, type Metrics } from '../shared/metrics.js';
 import { JOB_STATUSES } from '../storage/job-states.js';
@@ -65,6 +67,8 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   countDatabaseErrors(store, metrics);
   const { objects, close: closeObjects } = await openObjectStore(config, log, metrics);
   const { providers, remotes } = openProviders(config, store);
+  const passwordBreaches = openPasswordBreaches(config, store, clock);
+  providers.set(PASSWORD_BREACHES_KIND, passwordBreaches);
   const deps: EngineDeps = {
     store,
     jobs: store.jobs,
@@ -101,6 +105,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
       deps.limiters.close();
       await webhooks.client.close();
       await Promise.all(remotes.map((remote) => remote.close()));
+      await passwordBreaches.close();
       await closeObjects();
       await store.close();
     },

@@ -32,6 +32,8 @@ const OPERATIONS = [
   'POST /api/email/gender',
   'POST /api/lookup/email/gender',
   'POST /api/lookup/email/breaches',
+  'POST /api/lookup/email/password/breaches',
+  'GET /api/range/{prefix}',
   'POST /api/webhooks',
   'GET /api/webhooks',
   'PUT /api/webhooks',
