@@ -61,7 +61,7 @@ describe.each(TEST_STORES)('sluice import passwords, with the pointer in the %s 
   });
 
   it('counts bad lines by code and line, skips padding rows and repeats, and still imports the good lines', async () => {
-    const [a, b, c] = [sha1Hex('alpha'), sha1Hex('bravo'), sha1Hex('charlie')].sort();
+    const [a, b, c] = [sha1Hex('alpha'), sha1Hex('bravo'), sha1Hex('charlie')].sort() as [string, string, string];
     const lines = [
       `${a}:10`,
       `${a}:10`,
@@ -75,7 +75,7 @@ describe.each(TEST_STORES)('sluice import passwords, with the pointer in the %s 
       'A'.repeat(5_000),
       `  ${c.toLowerCase()}:7  `,
     ];
-    const summary = await importPasswords(writeCombined(path.join(dataDir, 'messy.txt'), []) && writeLines(path.join(dataDir, 'messy.txt'), lines), options());
+    const summary = await importPasswords(writeLines(path.join(dataDir, 'messy.txt'), lines), options());
     expect(summary).toMatchObject({ lines: 10, imported: 2, duplicates: 1, padding: 1, invalid: 6, invalid_by_code: { invalid_hash_line: 6 } });
     expect(summary.first_invalid.map((i) => i.line)).toEqual([3, 6, 7, 8, 9, 10]);
     const range = reader();
@@ -109,6 +109,22 @@ describe.each(TEST_STORES)('sluice import passwords, with the pointer in the %s 
     expect(fs.readdirSync(dir)).toEqual([summary.index_file]);
     const missing = await importPasswords(path.join(dataDir, 'nope.txt'), options()).catch((e: unknown) => e);
     expect(isAppError(missing) && missing.code).toBe('bad_argument');
+  });
+
+  it('lookups that arrive while the index is being opened wait for it, and none answers from no index', async () => {
+    await importPasswords(writeCombined(path.join(dataDir, 'together.txt'), ROWS.slice(0, 2_000)), options());
+    const range = new LocalPasswordRange(options());
+    const probes = ROWS.slice(0, 20);
+    // One after another a turn of the event loop apart: some land while the pointer is read, some
+    // while the 8 MB table is, none may answer from no index.
+    const pending: Promise<unknown>[] = [];
+    for (const r of probes) {
+      pending.push(range.range(r.hash.slice(0, 5)));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const answers = await Promise.all(pending);
+    answers.forEach((answer, i) => expect(answer).toMatchObject({ ok: true, rows: expect.arrayContaining([{ suffix: probes[i]!.hash.slice(5), count: probes[i]!.count }]) }));
+    await range.close();
   });
 
   it('a running reader moves to a new import once its view of the pointer expires', async () => {

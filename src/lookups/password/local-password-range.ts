@@ -22,6 +22,9 @@ export class LocalPasswordRange implements PasswordRangeSource {
   private index: OpenIndex | undefined;
   private pointerReadAt = Number.NEGATIVE_INFINITY;
   private opening: Promise<OpenIndex | undefined> | undefined;
+  private failure: unknown;
+  /** Handles of files a newer import replaced, closed a while later or with the reader. */
+  private readonly retired = new Set<fs.promises.FileHandle>();
 
   constructor(
     private readonly options: { dataDir: string; records: SharedRecords; now: () => number; viewMs?: number },
@@ -53,27 +56,50 @@ export class LocalPasswordRange implements PasswordRangeSource {
   async close(): Promise<void> {
     const index = this.index;
     this.index = undefined;
-    await index?.handle.close();
+    await Promise.all([index?.handle.close(), ...[...this.retired].map((handle) => this.retire(handle))]);
   }
 
-  /** The index the store points to now, opened; undefined when none was imported. */
+  private async retire(handle: fs.promises.FileHandle): Promise<void> {
+    if (!this.retired.delete(handle)) return;
+    await handle.close().catch(() => undefined);
+  }
+
+  /**
+   * The index the store points to now, opened; undefined when none was imported. Callers that
+   * arrive while it is being opened wait for that opening, rather than answer from no index.
+   */
   private async current(): Promise<OpenIndex | undefined> {
-    const now = this.options.now();
-    if (now - this.pointerReadAt < (this.options.viewMs ?? 10_000)) return this.index;
-    // One opening at a time: concurrent lookups after the view expires share it.
-    this.opening ??= this.reopen().finally(() => (this.opening = undefined));
+    if (this.opening !== undefined) return this.opening;
+    if (this.options.now() - this.pointerReadAt < (this.options.viewMs ?? 10_000)) {
+      if (this.failure !== undefined) throw this.failure;
+      return this.index;
+    }
+    this.opening = this.reopen().finally(() => (this.opening = undefined));
     return this.opening;
   }
 
   private async reopen(): Promise<OpenIndex | undefined> {
-    const raw = await this.options.records.readShared(INDEX_POINTER);
-    const pointer = raw === undefined ? undefined : (JSON.parse(raw) as IndexPointer);
-    this.pointerReadAt = this.options.now();
-    if (pointer?.file === this.index?.file) return this.index;
-    const previous = this.index;
-    this.index = pointer === undefined ? undefined : await openIndex(path.join(this.options.dataDir, INDEX_DIR, pointer.file), pointer);
-    await previous?.handle.close();
-    return this.index;
+    try {
+      const raw = await this.options.records.readShared(INDEX_POINTER);
+      const pointer = raw === undefined ? undefined : (JSON.parse(raw) as IndexPointer);
+      if (pointer?.file !== this.index?.file) {
+        const previous = this.index;
+        this.index = pointer === undefined ? undefined : await openIndex(path.join(this.options.dataDir, INDEX_DIR, pointer.file), pointer);
+        // Reads of the old file may still be in flight: its handle closes once they are surely done.
+        if (previous !== undefined) {
+          this.retired.add(previous.handle);
+          setTimeout(() => this.retire(previous.handle), 30_000).unref();
+        }
+      }
+      this.failure = undefined;
+      return this.index;
+    } catch (error) {
+      // Remembered for the view's time, so a missing file is not looked for again on every check.
+      this.failure = error;
+      throw error;
+    } finally {
+      this.pointerReadAt = this.options.now();
+    }
   }
 }
 
