@@ -79,6 +79,11 @@ export async function importPasswords(input: string, options: PasswordImportOpti
     if (stat?.isDirectory()) await readDirectory(input, writer, summary, options);
     else if (stat?.isFile()) await readFile(input, path.basename(input), undefined, writer, summary, options);
     else throw new AppError(ERROR_CODES.badArgument, `no such file or directory: ${input}`);
+    // An empty index would answer "not breached" for every password: a wrong file (NTLM hashes, an
+    // empty download) must not replace a good index.
+    if (writer.count === 0) {
+      throw new AppError(ERROR_CODES.noRows, `no SHA1:COUNT line in ${input} (${summary.invalid} invalid); the previous index stays in use`, { details: { invalid: summary.invalid } });
+    }
     const { digest, records } = writer.finish(summary.lines);
     summary.imported = records;
     renamed = `${digest}.idx`;
@@ -210,6 +215,11 @@ class IndexWriter {
     fs.fsyncSync(this.fd);
     this.close();
     return { digest: this.digest.digest('hex'), records: this.records };
+  }
+
+  /** Records added so far. */
+  get count(): number {
+    return this.records;
   }
 
   abandon(): void {
