@@ -20,6 +20,7 @@ export const UNIT_TESTS = [
   'test/config/batch-rows-default.test.ts',
   'test/config/load-config.test.ts',
   'test/docs/readme.test.ts',
+  'test/docs/docs-links.test.ts',
   'test/jobs/batch-plan.test.ts',
   'test/jobs/key-columns.test.ts',
   'test/monitors/tracked-values.test.ts',
