@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { TEST_FILES, UNIT_TESTS } from './test/tiers.js';
 
@@ -15,6 +16,12 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: UNIT_TESTS,
+          // First, on its own: a failure shows within a minute, and its files never compete with the
+          // full tier's processes and server for the cores.
+          sequence: { groupOrder: 0 },
+          // One file per core: these files spend much of their time waiting on timers (retry
+          // backoffs) rather than on a core; vitest's default would leave one of two cores idle.
+          maxWorkers: os.availableParallelism(),
           // No server: these files open no PostgreSQL database, and engines keep objects in memory.
           provide: { postgresUrl: '', postgresTemplate: '', objectStore: 'memory' },
         },
@@ -24,6 +31,7 @@ export default defineConfig({
         test: {
           name: 'full',
           include: TEST_FILES,
+          sequence: { groupOrder: 1 },
           exclude: [...UNIT_TESTS, '**/node_modules/**', 'dist/**'],
           // Starts the run's one PostgreSQL server (or takes SLUICE_TEST_DATABASE_URL) and provides its URL.
           globalSetup: ['test/support/postgres-global-setup.ts'],
