@@ -22,6 +22,9 @@ export default defineConfig({
           // One file per core: these files spend much of their time waiting on timers (retry
           // backoffs) rather than on a core; vitest's default would leave one of two cores idle.
           maxWorkers: os.availableParallelism(),
+          // Worker threads start faster than forked processes; no file of this tier needs a process
+          // of its own (none changes directory, exits or spawns). Measured: 193 s against 231 s, loaded.
+          pool: 'threads',
           // No server: these files open no PostgreSQL database, and engines keep objects in memory.
           provide: { postgresUrl: '', postgresTemplate: '', objectStore: 'memory' },
         },
