@@ -17,7 +17,7 @@ interface Fit {
 }
 
 /**
- * The rule of the README: each candidate (comma, semicolon, tab, pipe) splits the first records
+ * The rule of docs/reference/file-formats.md: each candidate (comma, semicolon, tab, pipe) splits the first records
  * (complete ones within the first 64 Ki characters, at most 50, blank lines skipped, quotes
  * honoured). A candidate that does not split the header is out. None left: one column, comma.
  * One left: it. Several: those that give every sampled record the header's cell count without a

@@ -22,7 +22,7 @@ const DECODED_MULTIBYTE = /[\u0080-\uFFFC\uFFFE\uFFFF]/;
 
 /**
  * Streaming decoding of an input file to text, with the byte-level checks (empty, compressed,
- * binary) and the encoding rule of the README:
+ * binary) and the encoding rule of docs/reference/file-formats.md:
  *
  * 1. A byte-order mark decides (UTF-8, UTF-16LE, UTF-16BE), over a declared encoding too, and is dropped.
  * 2. Else a declared encoding is used.

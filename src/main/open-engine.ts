@@ -46,6 +46,8 @@ export interface EngineOverrides {
   clock?: Clock;
   resolve?: Resolver;
   webhookCa?: string;
+  /** An object store to use instead of the configured one (tests: the in-memory twin, no S3 server). */
+  objects?: ObjectStore;
 }
 
 
@@ -65,7 +67,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   );
   const metrics = createMetrics({ jobCounts: () => jobCounts(store) });
   countDatabaseErrors(store, metrics);
-  const { objects, close: closeObjects } = await openObjectStore(config, log, metrics);
+  const { objects, close: closeObjects } = overrides.objects ? { objects: overrides.objects, close: async () => undefined } : await openObjectStore(config, log, metrics);
   const { providers, remotes } = openProviders(config, store);
   const passwordBreaches = openPasswordBreaches(config, store, clock);
   providers.set(PASSWORD_BREACHES_KIND, passwordBreaches);

@@ -2,7 +2,7 @@ import { MONITOR_STATUSES, type MonitoringTarget, type MonitorRecord, type Monit
 import { MAX_CREDITS_PER_TARGET_PER_RUN, MONITOR_TYPE_SPECS } from './monitor-types.js';
 import type { InvalidTargets } from './target-input.js';
 
-/** How a run is billed, as the create response and the README state it. */
+/** How a run is billed, as the create response and docs/guides/monitors.md state it. */
 export const RUN_BILLING = `as a bulk job of the monitor's type: ${MAX_CREDITS_PER_TARGET_PER_RUN} credit per target the account has not paid for within the charge window; a target already paid for in the window (by a run, a job or a lookup) is free; never charged twice in one run, resumed or not`;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());

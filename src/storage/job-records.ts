@@ -15,7 +15,7 @@ export interface JobOptions {
   maxErrorRate?: number;
   /** The input's cell separator, when the caller gave it; unset: detected from the first lines. */
   delimiter?: InputDelimiter;
-  /** The input's text encoding, when the caller gave it; unset: detected (see the README's input rules). */
+  /** The input's text encoding, when the caller gave it; unset: detected (see the input rules in docs/reference/file-formats.md). */
   encoding?: InputEncoding;
   /** Header of the column holding each row's country, for phone numbers written without a country code. */
   countryColumn?: string;

@@ -13,7 +13,23 @@ import { SERVE_USAGE } from '../../src/main/serve.js';
 import { WORKER_USAGE } from '../../src/cli/worker-command.js';
 import { SETTINGS } from '../../src/config/load-config.js';
 
-const README = fs.readFileSync(path.resolve(import.meta.dirname, '../../README.md'), 'utf8');
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
+/** The front door: what Sluice is, the two commands, testing, and the map of docs/. */
+const README = read('README.md');
+/** The one settings table; other pages link to it rather than repeat rows. */
+const SETTINGS_PAGE = read('docs/reference/settings.md');
+const CLI_PAGE = read('docs/reference/cli.md');
+/** Every page a reader may meet: the README and everything under docs/. */
+const ALL_DOCS = ['README.md', ...markdownUnder('docs')].map((file) => ({ file, text: read(file) }));
+
+function markdownUnder(dir: string): string[] {
+  return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+    const relative = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return markdownUnder(relative);
+    return entry.name.endsWith('.md') ? [relative] : [];
+  });
+}
 /**
  * The variables that steer a test run (an outside PostgreSQL, or none), read by the suite's global
  * setup rather than by loadConfig: taken from that file, so the README cannot name one it dropped.
@@ -29,7 +45,7 @@ const USAGE_LINES = [SERVE_USAGE, RUN_USAGE, WORKER_USAGE, ...JOBS_USAGE, ...ACC
 
 /** The settings table's row for one variable: the line that starts with its name in a cell. */
 function settingsRow(name: string): string | undefined {
-  return README.split('\n').find((line) => line.startsWith(`| \`${name}\` |`));
+  return SETTINGS_PAGE.split('\n').find((line) => line.startsWith(`| \`${name}\` |`));
 }
 
 /** How the table writes a default: the value in backticks, or `unset` for no default. */
@@ -37,7 +53,7 @@ function documentedDefault(fallback: unknown): string {
   return fallback === undefined ? '| unset |' : `| \`${String(fallback)}\` |`;
 }
 
-describe('README.md settings table', () => {
+describe('the settings table (docs/reference/settings.md)', () => {
   const settings = Object.values(SETTINGS);
 
   it.each(settings.map((s) => [s.name, s.fallback] as const))('documents %s with its default %j', (name, fallback) => {
@@ -46,9 +62,16 @@ describe('README.md settings table', () => {
     expect(row).toContain(documentedDefault(fallback));
   });
 
-  it('names no SLUICE_* variable that loadConfig or the test run does not know', () => {
+  it('has one home: no other page has a settings table (a row added elsewhere belongs in this one)', () => {
+    const header = '| variable | default | meaning |';
+    expect(SETTINGS_PAGE.split('\n')).toContain(header);
+    const elsewhere = ALL_DOCS.filter(({ file, text }) => file !== 'docs/reference/settings.md' && text.split('\n').includes(header));
+    expect(elsewhere.map(({ file }) => file)).toEqual([]);
+  });
+
+  it.each(ALL_DOCS.map(({ file, text }) => [file, text]))('%s names no SLUICE_* variable that loadConfig or the test run does not know', (_file, text) => {
     const known = new Set([...settings.map((s) => s.name), ...TEST_RUN_VARIABLES]);
-    const mentioned = new Set(README.match(/\bSLUICE_[A-Z0-9_]+\b/g) ?? []);
+    const mentioned = new Set(text.match(/\bSLUICE_[A-Z0-9_]+\b/g) ?? []);
     expect([...mentioned].filter((name) => !known.has(name))).toEqual([]);
   });
 });
@@ -63,14 +86,14 @@ describe('README.md on running the tests', () => {
   });
 });
 
-describe('README.md command reference', () => {
+describe('the command reference (docs/reference/cli.md)', () => {
   it.each(USAGE_LINES.map((line) => [line]))('quotes the usage line %j verbatim', (line) => {
-    expect(README.split('\n')).toContain(line);
+    expect(CLI_PAGE.split('\n')).toContain(line);
   });
 
   const commands = [...new Set(USAGE_LINES.map((line) => line.split(' ').slice(0, 2).join(' ')))];
   it.each(commands.map((command) => [command]))('has a section or table entry for `%s`', (command) => {
-    expect(README).toMatch(new RegExp(`\`${command}[ \`]`));
+    expect(CLI_PAGE).toMatch(new RegExp(`\`${command}[ \`]`));
   });
 
   // `sluice accounts suspend ID | reinstate ID` names two subcommands; the README may write the second alone.
@@ -80,7 +103,23 @@ describe('README.md command reference', () => {
     return names.map((name, i) => (i === 0 ? `${words[0]} ${words[1]} ${name}` : name));
   });
   it.each(subcommands.map((name) => [name]))('describes `%s`', (subcommand) => {
-    expect(README).toMatch(new RegExp(`\`${subcommand}[ \`]`));
+    expect(CLI_PAGE).toMatch(new RegExp(`\`${subcommand}[ \`]`));
+  });
+});
+
+describe('README.md as the front door', () => {
+  it('stays under 250 lines', () => {
+    expect(README.split('\n').length).toBeLessThan(250);
+  });
+
+  it.each([['npm run test:unit'], ['npm test'], ['.ci/run']])('its testing section says how long `%s` takes', (command) => {
+    const testing = README.slice(README.indexOf('\n## Testing'), README.indexOf('\n## ', README.indexOf('\n## Testing') + 1));
+    const timing = testing.split('\n').find((line) => line.startsWith('| `') && line.includes(`\`${command}\``));
+    expect(timing, `no row for ${command} in the timing table`).toBeDefined();
+  });
+
+  it.each(markdownUnder('docs').map((file) => [file]))('links to %s from its map of the docs', (file) => {
+    expect(README).toContain(`](${file})`);
   });
 });
 

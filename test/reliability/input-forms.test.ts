@@ -9,7 +9,7 @@ import { readFormsTable, type FormRow } from '../support/forms-table.js';
 import { openTestEngine, type TestEngine } from '../support/test-engine.js';
 
 /**
- * Issue 19, "done when": every row of the README's "Accepted and refused files" table is run
+ * Issue 19, "done when": every row of the "Accepted and refused files" table (docs/reference/file-formats.md) is run
  * through `runJob` (what `sluice run` calls) and through `POST /api/jobs/bulk`; both must give
  * byte-identical result files, the outcome the table states, and charge exactly the rows looked
  * up (nothing for a refused file). A spawned `sluice run` per row would cost ~1.2 s each, so only
@@ -162,7 +162,7 @@ async function expectTableOutcome(row: FormRow, got: Outcome): Promise<void> {
   expect({ creditsUsed: got.creditsUsed, spent: got.spent }).toEqual({ creditsUsed: total, spent: total });
 }
 
-describe('the README table of accepted and refused files', () => {
+describe('the table of accepted and refused files (docs/reference/file-formats.md)', () => {
   it('has rows of every kind', () => {
     expect(ROWS.length).toBeGreaterThan(40);
     expect(ROWS.filter((r) => 'refused' in r.expected).length).toBeGreaterThan(10);

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freshDatabase, postgresServerUrl, type FreshDatabase } from '../support/postgres-database.js';
+import { migrationFiles } from '../../src/storage/migration-files.js';
+import { freshDatabase, migratedDatabase, postgresServerUrl, type FreshDatabase } from '../support/postgres-database.js';
 
 const outsideServer = Boolean(process.env.SLUICE_TEST_DATABASE_URL);
 
@@ -73,5 +74,22 @@ describe.skipIf(!postgresServerUrl())('the test PostgreSQL harness', () => {
       await admin.end();
       await client.end().catch(() => {});
     }
+  });
+  it('copies a migrated database from the run\'s template: every migration applied, no rows, nothing shared', async () => {
+    const [one, two] = await Promise.all([migratedDatabase('tmpl'), migratedDatabase('tmpl')]);
+    databases.push(one!, two!);
+    const connect = async (url: string) => {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      clients.push(client);
+      return client;
+    };
+    const [a, b] = await Promise.all([connect(one!.url), connect(two!.url)]);
+    const expected = migrationFiles(new URL('../../src/storage/postgres/migrations/', import.meta.url)).map((f) => f.version);
+    const versions = (await a!.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows.map((r) => r.version);
+    expect(versions).toEqual(expected);
+    expect((await a!.query('SELECT count(*)::int AS n FROM accounts')).rows[0].n).toBe(0);
+    await a!.query("INSERT INTO accounts (id, credits, created_at) VALUES ('acc_only_in_one', 1, 0)");
+    expect((await b!.query('SELECT count(*)::int AS n FROM accounts')).rows[0].n).toBe(0);
   });
 });

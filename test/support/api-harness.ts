@@ -13,6 +13,7 @@ import { apiDeps } from '../../src/main/open-api.js';
 import type { EngineOverrides } from '../../src/main/open-engine.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { silentLogger } from '../../src/shared/logger.js';
+import { MemoryObjectStore } from '../../src/storage/s3/memory-object-store.js';
 import type { StoreKind } from '../../src/storage/store.js';
 import { openTestEngine, storeEnv, type TestEngine } from './test-engine.js';
 
@@ -85,12 +86,23 @@ export async function newAccount(
   const password = options.password === undefined ? 'correct horse battery' : options.password;
   const account = await h.engine.deps.billing.createAccount({
     email,
-    passwordHash: password === null ? null : await hashPassword(password),
+    passwordHash: password === null ? null : await passwordHashOf(password),
     credits: options.credits ?? 1_000,
     now: h.engine.deps.clock.now(),
   });
   const { key, secret } = await h.deps.keys.create({ accountId: account.id, name: 'first', role: options.role ?? 'admin', now: h.engine.deps.clock.now() });
   return { id: account.id, email, password: password ?? '', key: secret, keyId: key.id };
+}
+
+/**
+ * One scrypt hash per distinct password for the whole file: a hash costs tens of milliseconds of CPU
+ * on purpose (src/auth/passwords.ts), and a fresh salt per test account proves nothing a test asks.
+ */
+const passwordHashes = new Map<string, Promise<string>>();
+function passwordHashOf(password: string): Promise<string> {
+  let hash = passwordHashes.get(password);
+  if (!hash) passwordHashes.set(password, (hash = hashPassword(password)));
+  return hash;
 }
 
 export async function addKey(h: ApiHarness, accountId: string, role: Role = 'admin', name = 'extra'): Promise<{ key: string; keyId: string }> {
@@ -181,8 +193,9 @@ export async function jobCount(h: ApiHarness, accountId: string): Promise<number
   return (await h.engine.deps.jobs.list({ accountId, limit: 1000, offset: 0 })).total;
 }
 
-/** Object keys the embedded S3 server holds under a prefix (read from its directory on disk). */
+/** Object keys the embedded S3 server holds under a prefix (read from its directory on disk), or the in-memory store. */
 export function storedObjects(h: ApiHarness, prefix: string): string[] {
+  if (h.engine.deps.objects instanceof MemoryObjectStore) return [...h.engine.deps.objects.objects.keys()].filter((k) => k.startsWith(prefix));
   const bucketDir = path.join(h.engine.dataDir, 's3', 'buckets', h.engine.config.s3.bucket);
   const found: string[] = [];
   const walk = (dir: string): void => {

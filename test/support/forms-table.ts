@@ -3,7 +3,7 @@ import path from 'node:path';
 import { REPO_ROOT } from './test-engine.js';
 
 /**
- * The README's table of accepted and refused input files, read as test data: the table readers
+ * The table of accepted and refused input files (docs/reference/file-formats.md), read as test data: the table readers
  * see is the table the suite runs, so neither can drift from the other.
  */
 export const FORMS_HEADING = '### Accepted and refused files';
@@ -34,7 +34,7 @@ export interface ExpectedRow {
 const COLUMNS = ['form', 'type', 'options', 'input', 'result', 'output'];
 const GENDERS = new Set(['male', 'female', 'unknown']);
 
-export function readFormsTable(file = path.join(REPO_ROOT, 'README.md')): FormRow[] {
+export function readFormsTable(file = path.join(REPO_ROOT, 'docs/reference/file-formats.md')): FormRow[] {
   const lines = fs.readFileSync(file, 'utf8').split('\n');
   const start = lines.indexOf(FORMS_HEADING);
   if (start === -1) throw new Error(`${file} has no "${FORMS_HEADING}" section`);

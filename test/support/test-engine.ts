@@ -9,7 +9,8 @@ import { openEngine, type Engine, type EngineOverrides } from '../../src/main/op
 import type { Clock } from '../../src/shared/clock.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { STORE_KINDS, type StoreKind } from '../../src/storage/store.js';
-import { freshDatabase, postgresServerUrl } from './postgres-database.js';
+import { migratedDatabase, postgresServerUrl } from './postgres-database.js';
+import { testObjectStore } from './test-objects.js';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 export const CLI = path.join(REPO_ROOT, 'dist/src/main/cli.js');
@@ -46,17 +47,21 @@ export const TEST_SEAL_KEY = Buffer.alloc(32, 's').toString('base64');
  */
 export async function storeEnv(store: StoreKind): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
   if (store === STORE_KINDS.sqlite) return { env: {}, drop: async () => undefined };
-  const db = await freshDatabase(`sluice_${store}`);
+  const db = await migratedDatabase(`sluice_${store}`);
   // Small pools: many test files run at once against the one server and its max_connections. One
   // seal key, as on machines that share a database: engines of one test have data dirs of their own.
   return { env: { SLUICE_DATABASE_URL: db.url, SLUICE_DATABASE_POOL_SIZE: '4', SLUICE_SEAL_KEY: TEST_SEAL_KEY }, drop: db.drop };
 }
 
-/** A real engine (SQLite file or SLUICE_DATABASE_URL, embedded S3 over the AWS SDK) in its own temp data dir. */
+/**
+ * A real engine (SQLite file or SLUICE_DATABASE_URL, embedded S3 over the AWS SDK) in its own temp data dir.
+ * In the unit tier its objects live in memory instead (test-objects.ts).
+ */
 export async function openTestEngine(env: Record<string, string> = {}, clock?: Clock, overrides: Omit<EngineOverrides, 'clock'> = {}): Promise<TestEngine> {
   const dataDir = env.SLUICE_DATA_DIR ?? tempDir();
   const fullEnv = { ...SMALL_JOBS, ...env, SLUICE_DATA_DIR: dataDir };
-  const engine = await openEngine(loadConfig(fullEnv), silentLogger(), { ...overrides, ...(clock ? { clock } : {}) });
+  const objects = overrides.objects ?? testObjectStore(clock);
+  const engine = await openEngine(loadConfig(fullEnv), silentLogger(), { ...overrides, ...(clock ? { clock } : {}), ...(objects ? { objects } : {}) });
   return Object.assign(engine, { dataDir, env: fullEnv });
 }
 

@@ -9,7 +9,7 @@ import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import type { BatchOutput, JobOptions, JobRecord, Lease, RowCounters } from '../../src/storage/job-records.js';
 import type { Account, NewWebhookRow } from '../../src/storage/records.js';
 import { STORE_KINDS, type BatchCommit, type Store, type StoreHooks, type StoreKind } from '../../src/storage/store.js';
-import { freshDatabase } from './postgres-database.js';
+import { migratedDatabase } from './postgres-database.js';
 import { REPO_ROOT, TEST_SEAL_KEY, tempDir } from './test-engine.js';
 
 /** The real end event, so that what a test reads back is what the sender would post. */
@@ -56,7 +56,7 @@ async function openSqlite(): Promise<TestStore> {
 }
 
 async function openPostgres(): Promise<TestStore> {
-  const database = await freshDatabase('store_contract');
+  const database = await migratedDatabase('store_contract');
   const stores: Store[] = [];
   const open = async () => {
     const store = await openPostgresStore({ url: database.url, poolSize: PG_POOL_SIZE, sealKey: Buffer.from(TEST_SEAL_KEY, 'base64') }, TEST_HOOKS);

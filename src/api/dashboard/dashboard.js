@@ -1,3 +1,6 @@
+// @ts-check
+// Checked by tsc (src/api/dashboard/tsconfig.json, part of `npm run typecheck`): the JSDoc types
+// below are what the page reads from the API's answers.
 // The Sluice dashboard: a page over the public API and nothing else. Every value shown comes from
 // customers (file names, webhook URLs, response bodies), so the DOM is built with createElement and
 // textContent only: no innerHTML, so no value can become markup.
@@ -7,23 +10,105 @@ const POLL_MS = 2000;
 const JOB_PAGE = 50;
 const ACTIVE = new Set(['queued', 'running', 'paused']);
 
-const $ = (id) => document.getElementById(id);
-const state = { jobs: [], selectedJob: null, selectedWebhook: null, timer: null, samples: new Map() };
+/**
+ * A job as GET /api/jobs lists it: the fields this page reads.
+ * @typedef {object} JobView
+ * @property {string} id
+ * @property {string} type
+ * @property {string} status
+ * @property {string | null} input_name
+ * @property {string | null} [reason]
+ * @property {string | null} [error_message]
+ * @property {boolean} [stalled]
+ * @property {{ total: number | null, processed: number, found: number, invalid: number, duplicate: number, error: number }} rows
+ * @property {number} [percent]
+ * @property {number} [credits_used]
+ * @property {number | null} [rows_per_second]
+ * @property {number | null} [eta_seconds]
+ * @property {string | null} [last_progress_at]
+ * @property {string | null} created_at
+ * @property {string | null} [started_at]
+ * @property {string | null} [finished_at]
+ * @property {unknown} [downloads]
+ */
+/**
+ * @typedef {object} WebhookView
+ * @property {string} id
+ * @property {string} kind
+ * @property {string | null} [url]
+ * @property {string | null} [telegram_chat_id]
+ * @property {string[]} [events]
+ * @property {boolean} is_active
+ * @property {string | null} created_at
+ */
+/**
+ * @typedef {object} DeliveryView
+ * @property {string} event_type
+ * @property {string} status
+ * @property {number} attempts
+ * @property {number | null} response_status
+ * @property {string | null} [response_body]
+ * @property {string | null} [error_code]
+ * @property {string | null} [last_attempt_at]
+ */
+/** @typedef {{ credits: number, reserved: number, available: number }} AccountView */
+/** @typedef {{ at: number, processed: number, rate: number | null }} Sample */
+
+/**
+ * An element of index.html. Every id asked for is in the page: a missing one is a bug of this file.
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+/** @param {string} id */
+const input = (id) => /** @type {HTMLInputElement} */ ($(id));
+/**
+ * @param {ParentNode} parent
+ * @param {string} selector
+ */
+const buttons = (parent, selector) => /** @type {NodeListOf<HTMLButtonElement>} */ (parent.querySelectorAll(selector));
+/** @param {unknown} error */
+const messageOf = (error) => (error instanceof Error ? error.message : String(error));
+
+const state = {
+  /** @type {JobView[]} */
+  jobs: [],
+  /** @type {string | null} */
+  selectedJob: null,
+  /** @type {string | null} */
+  selectedWebhook: null,
+  /** @type {number | undefined} */
+  timer: undefined,
+  /** @type {Map<string, Sample>} */
+  samples: new Map(),
+};
 
 /** The key lives in this tab's sessionStorage only: never in a URL, a cookie or localStorage. */
 const key = {
   get: () => sessionStorage.getItem(KEY_ITEM),
+  /** @param {string} value */
   set: (value) => sessionStorage.setItem(KEY_ITEM, value),
   clear: () => sessionStorage.removeItem(KEY_ITEM),
 };
 
 class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {string} message
+   */
   constructor(status, message) {
     super(message);
     this.status = status;
   }
 }
 
+/**
+ * The answer's JSON body, as the caller's type says it is (the API's schema, test/api/openapi.test.ts).
+ * @template T
+ * @param {'GET' | 'POST'} method
+ * @param {string} path
+ * @returns {Promise<T>}
+ */
 async function api(method, path) {
   const response = await fetch(path, {
     method,
@@ -32,6 +117,7 @@ async function api(method, path) {
     credentials: 'omit',
   });
   const text = await response.text();
+  /** @type {any} */
   let body = null;
   try {
     body = text === '' ? null : JSON.parse(text);
@@ -42,6 +128,11 @@ async function api(method, path) {
   return body;
 }
 
+/**
+ * @param {string} tag
+ * @param {unknown} [text]
+ * @param {string} [className]
+ */
 function el(tag, text, className) {
   const node = document.createElement(tag);
   if (text !== undefined && text !== null) node.textContent = String(text);
@@ -49,6 +140,7 @@ function el(tag, text, className) {
   return node;
 }
 
+/** @param {unknown[]} cells */
 function row(cells) {
   const tr = document.createElement('tr');
   for (const cell of cells) {
@@ -60,6 +152,10 @@ function row(cells) {
   return tr;
 }
 
+/**
+ * @param {string} message
+ * @param {boolean} [isError]
+ */
 function notify(message, isError = false) {
   const notice = $('notice');
   notice.textContent = message;
@@ -67,9 +163,12 @@ function notify(message, isError = false) {
   notice.hidden = message === '';
 }
 
+/** @param {unknown} n */
 const number = (n) => (typeof n === 'number' ? n.toLocaleString('en') : '');
+/** @param {string | null | undefined} iso */
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : '');
 
+/** @param {number | null} seconds */
 function duration(seconds) {
   if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) return '';
   const s = Math.round(seconds);
@@ -81,6 +180,10 @@ function duration(seconds) {
 /**
  * Rows per second and time left: the job view's own figures where the server gives them; else
  * measured here from two polls, so that the page works against a server without them.
+ */
+/**
+ * @param {JobView} job
+ * @returns {{ rate: number | null, eta: number | null }}
  */
 function speed(job) {
   const previous = state.samples.get(job.id);
@@ -97,11 +200,13 @@ function speed(job) {
   return { rate, eta };
 }
 
+/** @param {JobView} job */
 function statusCell(job) {
   const text = job.stalled === true ? `${job.status} (stalled)` : job.status;
   return el('span', text, `status status-${job.status}`);
 }
 
+/** @param {JobView} job */
 function progressCell(job) {
   const wrap = el('span');
   const bar = document.createElement('progress');
@@ -114,6 +219,7 @@ function progressCell(job) {
 function renderJobs() {
   const body = $('job-rows');
   body.replaceChildren();
+  /** @type {Map<string, number>} */
   const byStatus = new Map();
   for (const job of state.jobs) {
     byStatus.set(job.status, (byStatus.get(job.status) ?? 0) + 1);
@@ -152,6 +258,7 @@ function renderDetail() {
   if (!job) return;
   section.dataset.status = job.status;
   $('detail-id').textContent = job.id;
+  /** @type {[string, unknown][]} */
   const fields = [
     ['File', job.input_name],
     ['Type', job.type],
@@ -179,15 +286,17 @@ function renderDetail() {
     item.append(el('dt', label), el('dd', value));
     list.append(item);
   }
-  for (const button of section.querySelectorAll('[data-download]')) button.disabled = !job.downloads;
+  for (const button of buttons(section, '[data-download]')) button.disabled = !job.downloads;
+  /** @type {Record<string, boolean>} */
   const enabled = {
     resume: job.status === 'paused' || job.status === 'failed',
     cancel: ACTIVE.has(job.status),
     'retry-failed': (job.status === 'completed' || job.status === 'failed') && job.rows.error > 0,
   };
-  for (const button of section.querySelectorAll('[data-action]')) button.disabled = !enabled[button.dataset.action];
+  for (const button of buttons(section, '[data-action]')) button.disabled = !enabled[button.dataset.action ?? ''];
 }
 
+/** @param {WebhookView[]} webhooks */
 function renderWebhooks(webhooks) {
   const body = $('webhook-rows');
   body.replaceChildren();
@@ -206,6 +315,7 @@ function renderWebhooks(webhooks) {
 }
 
 async function loadWebhooks() {
+  /** @type {{ result?: WebhookView[] }} */
   const answer = await api('GET', '/api/webhooks?limit=50');
   renderWebhooks(answer.result ?? []);
 }
@@ -213,6 +323,7 @@ async function loadWebhooks() {
 async function loadDeliveries() {
   const id = state.selectedWebhook;
   if (!id) return;
+  /** @type {DeliveryView[] | null} */
   const deliveries = await api('GET', `/api/webhooks/deliveries?webhook_id=${encodeURIComponent(id)}`);
   const body = $('delivery-rows');
   body.replaceChildren();
@@ -224,7 +335,10 @@ async function loadDeliveries() {
 }
 
 async function refresh() {
-  const [account, jobs] = await Promise.all([api('GET', '/api/account'), api('GET', `/api/jobs?limit=${JOB_PAGE}`)]);
+  const [account, jobs] = await Promise.all([
+    /** @type {Promise<AccountView>} */ (api('GET', '/api/account')),
+    /** @type {Promise<{ jobs: JobView[] }>} */ (api('GET', `/api/jobs?limit=${JOB_PAGE}`)),
+  ]);
   $('credits').textContent = number(account.credits);
   $('reserved').textContent = number(account.reserved);
   $('available').textContent = number(account.available);
@@ -237,9 +351,9 @@ async function poll() {
     await refresh();
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return signOut('The key was refused; sign in again.');
-    notify(`Could not refresh: ${error.message}`, true);
+    notify(`Could not refresh: ${messageOf(error)}`, true);
   }
-  if (key.get()) state.timer = setTimeout(poll, POLL_MS);
+  if (key.get()) state.timer = window.setTimeout(poll, POLL_MS);
 }
 
 async function signIn() {
@@ -248,17 +362,18 @@ async function signIn() {
     await refresh();
   } catch (error) {
     key.clear();
-    notify(error instanceof ApiError && error.status === 401 ? 'That key was refused.' : `Sign-in failed: ${error.message}`, true);
+    notify(error instanceof ApiError && error.status === 401 ? 'That key was refused.' : `Sign-in failed: ${messageOf(error)}`, true);
     return;
   }
   notify('');
   $('sign-in').hidden = true;
   $('signed-in').hidden = false;
   $('sign-out').hidden = false;
-  state.timer = setTimeout(poll, POLL_MS);
+  state.timer = window.setTimeout(poll, POLL_MS);
   loadWebhooks().catch((error) => notify(`Could not load webhooks: ${error.message}`, true));
 }
 
+/** @param {string} [message] */
 function signOut(message = '') {
   clearTimeout(state.timer);
   key.clear();
@@ -267,20 +382,24 @@ function signOut(message = '') {
   $('signed-in').hidden = true;
   $('sign-out').hidden = true;
   $('sign-in').hidden = false;
-  $('api-key').value = '';
+  input('api-key').value = '';
   notify(message, message !== '');
 }
 
 /** The download route's JSON form gives a presigned URL; the key never leaves the Authorization header. */
+/** @param {string} filter */
 async function download(filter) {
-  const id = state.selectedJob;
+  const id = state.selectedJob ?? '';
+  /** @type {{ download_url: string }} */
   const answer = await api('GET', `/api/jobs/${encodeURIComponent(id)}/download?filter=${filter}&format=json`);
   // The presigned URL answers with Content-Disposition: attachment, so this page stays where it is.
   window.location.assign(answer.download_url);
 }
 
+/** @param {string} action */
 async function act(action) {
-  const id = state.selectedJob;
+  const id = state.selectedJob ?? '';
+  /** @type {JobView} */
   const job = await api('POST', `/api/jobs/${encodeURIComponent(id)}/${action}`);
   notify(`Job ${job.id}: ${job.status}`);
   await refresh();
@@ -288,10 +407,10 @@ async function act(action) {
 
 $('sign-in').addEventListener('submit', (event) => {
   event.preventDefault();
-  const value = $('api-key').value.trim();
+  const value = input('api-key').value.trim();
   if (value === '') return;
   key.set(value);
-  $('api-key').value = '';
+  input('api-key').value = '';
   void signIn();
 });
 $('sign-out').addEventListener('click', () => signOut());
@@ -300,11 +419,11 @@ $('webhooks-refresh').addEventListener('click', () => {
     .then(loadDeliveries)
     .catch((error) => notify(`Could not load webhooks: ${error.message}`, true));
 });
-for (const button of document.querySelectorAll('[data-download]')) {
-  button.addEventListener('click', () => download(button.dataset.download).catch((error) => notify(`Download failed: ${error.message}`, true)));
+for (const button of buttons(document, '[data-download]')) {
+  button.addEventListener('click', () => download(button.dataset.download ?? 'all').catch((error) => notify(`Download failed: ${error.message}`, true)));
 }
-for (const button of document.querySelectorAll('[data-action]')) {
-  button.addEventListener('click', () => act(button.dataset.action).catch((error) => notify(`${button.textContent} failed: ${error.message}`, true)));
+for (const button of buttons(document, '[data-action]')) {
+  button.addEventListener('click', () => act(button.dataset.action ?? '').catch((error) => notify(`${button.textContent} failed: ${error.message}`, true)));
 }
 
 if (key.get()) void signIn();
