@@ -18,6 +18,7 @@ export function apiDeps(engine: Engine): ApiDeps {
     idempotency: new IdempotencyStore(deps.store.idempotency),
     webhooks: engine.webhooks,
     monitors: monitorServiceOf(deps),
+    ...(engine.secretScans ? { secretScans: engine.secretScans } : {}),
     settings: {
       maxUploadBytes: config.api.maxUploadBytes,
       rateLimitPerMinute: config.api.rateLimitPerMinute,

@@ -505,6 +505,8 @@ export interface AuditRecord {
   targetId: string | null;
   sourceIp: string | null;
   userAgent: string | null;
+  /** The caller's own label for the entry (an exposed-credential scan's `source`); null when none. */
+  label?: string | null;
 }
 
 /** What an account's entries are cut to each time one is written. */

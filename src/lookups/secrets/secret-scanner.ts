@@ -151,7 +151,11 @@ function describe(f: RawFinding): string {
  * credential); the same rule twice on one range is one as well. Sorted by position, then rule.
  */
 function merge(found: RawFinding[]): RawFinding[][] {
-  const sorted = [...found].sort((a, b) => a.start - b.start || a.end - b.end || a.ruleId.localeCompare(b.ruleId));
+  // A generic rule (generic-api-key) fires on any `key = value`; where a rule for the credential's
+  // vendor found the same secret, the generic finding says less and is dropped.
+  const specific = found.filter((f) => !f.ruleId.startsWith('generic'));
+  const kept = found.filter((f) => !f.ruleId.startsWith('generic') || !specific.some((o) => o.start < f.end && f.start < o.end));
+  const sorted = [...kept].sort((a, b) => a.start - b.start || a.end - b.end || a.ruleId.localeCompare(b.ruleId));
   const groups: RawFinding[][] = [];
   for (const f of sorted) {
     const group = groups.find((g) => g.some((o) => (o.engine !== f.engine || o.ruleId === f.ruleId) && o.start < f.end && f.start < o.end));
