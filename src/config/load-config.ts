@@ -8,7 +8,13 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
  */
 export interface Config {
   /** Exposed-credential scans (spec 4.6): the scan threads, each scan's time budget, validation by default. */
-  readonly secretScans: { readonly threads: number; readonly budgetMs: number; readonly validate: boolean; readonly validateTimeoutMs: number };
+  readonly secretScans: {
+    readonly threads: number;
+    readonly budgetMs: number;
+    readonly validate: boolean;
+    readonly validateTimeoutMs: number;
+    readonly validatorOrigin: string | undefined;
+  };
   readonly dataDir: string;
   readonly logLevel: string;
   readonly port: number;
@@ -194,6 +200,7 @@ export const SETTINGS = {
   secretScanThreads: int('SLUICE_SECRET_SCAN_THREADS', 1, 1, 64, 'Threads per process that run exposed-credential scans; a scan waits for a free one.'),
   secretScanBudgetMs: int('SLUICE_SECRET_SCAN_BUDGET_MS', 2_000, 50, 600_000, 'Time one exposed-credential scan may run on its thread; a scan over it is stopped (its thread ended) and refused with 422 `scan_timeout`, nothing charged.'),
   secretScanValidate: bool('SLUICE_SECRET_SCAN_VALIDATE', false, 'Whether exposed-credential scans that omit `config.validate` ask providers whether found credentials still work.'),
+  secretScanValidatorOrigin: optionalUrl('SLUICE_SECRET_SCAN_VALIDATOR_ORIGIN', 'For development and tests only: every credential validation request goes to this origin (a fake provider) instead of the provider\'s. Connections still obey the webhook address policy (SLUICE_WEBHOOK_ALLOW_PRIVATE).'),
   secretScanValidateTimeoutMs: int('SLUICE_SECRET_SCAN_VALIDATE_TIMEOUT_MS', 5_000, 100, 60_000, 'Time allowed for one credential validation request to its provider; then `unknown`.'),
 } as const;
 
@@ -275,6 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       budgetMs: read(s.secretScanBudgetMs),
       validate: read(s.secretScanValidate),
       validateTimeoutMs: read(s.secretScanValidateTimeoutMs),
+      validatorOrigin: read(s.secretScanValidatorOrigin),
     },
   };
   if ((config.s3.accessKeyId === undefined) !== (config.s3.secretAccessKey === undefined)) {

@@ -1,23 +1,25 @@
 import type { Config } from '../config/load-config.js';
 import type { ExposedKeysDeps } from '../jobs/exposed-keys-scan.js';
-import { NO_VALIDATION, type CredentialValidator } from '../lookups/secrets/credential-validator.js';
 import { SecretFingerprints } from '../lookups/secrets/fingerprint.js';
+import { HttpCredentialValidator } from '../lookups/secrets/http-credential-validator.js';
 import { GITLEAKS_RULES } from '../lookups/secrets/rule-set.js';
 import { ScanRunner } from '../lookups/secrets/scan-runner.js';
 import { SecretScanner } from '../lookups/secrets/secret-scanner.js';
 import type { Clock } from '../shared/clock.js';
 import type { Store } from '../storage/store.js';
+import type { AddressPolicy } from '../webhooks/address-policy.js';
+import { guardedDispatcher } from '../webhooks/guarded-dispatcher.js';
 
-/** The exposed-credential scans' parts; the scan threads start on the first scan, not here. */
-export function openSecretScans(
-  config: Config,
-  store: Store,
-  sealKey: Buffer,
-  clock: Clock,
-  validator: CredentialValidator = NO_VALIDATION,
-): { scans: ExposedKeysDeps; close: () => Promise<void> } {
+/**
+ * The exposed-credential scans' parts; the scan threads start on the first scan, not here.
+ * Validation calls go out under the webhook address policy: the provider URLs are fixed, but a
+ * test origin or a poisoned resolver must still not reach a private address in production.
+ */
+export function openSecretScans(config: Config, store: Store, sealKey: Buffer, clock: Clock, policy: AddressPolicy): { scans: ExposedKeysDeps; close: () => Promise<void> } {
   const runner = new ScanRunner(GITLEAKS_RULES, { threads: config.secretScans.threads, budgetMs: config.secretScans.budgetMs });
   const fingerprints = new SecretFingerprints(sealKey);
+  const dispatcher = guardedDispatcher(policy);
+  const validator = new HttpCredentialValidator({ dispatcher, timeoutMs: config.secretScans.validateTimeoutMs, originOverride: config.secretScans.validatorOrigin });
   return {
     scans: {
       scanner: new SecretScanner(runner, fingerprints, validator),
@@ -27,6 +29,9 @@ export function openSecretScans(
       repeatFreeDays: config.billing.repeatFreeDays,
       validateByDefault: config.secretScans.validate,
     },
-    close: () => runner.close(),
+    close: async () => {
+      await runner.close();
+      await dispatcher.close();
+    },
   };
 }

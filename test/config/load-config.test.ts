@@ -73,6 +73,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   secretScanBudgetMs: (c) => c.secretScans.budgetMs,
   secretScanValidate: (c) => c.secretScans.validate,
   secretScanValidateTimeoutMs: (c) => c.secretScans.validateTimeoutMs,
+  secretScanValidatorOrigin: (c) => c.secretScans.validatorOrigin,
 };
 
 const settings = Object.entries(SETTINGS) as [keyof typeof SETTINGS, (typeof SETTINGS)[keyof typeof SETTINGS]][];
