@@ -5,6 +5,7 @@ import type { SessionStore } from '../auth/session-store.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { JobService } from '../jobs/job-service.js';
 import type { ExposedKeysDeps } from '../jobs/exposed-keys-scan.js';
+import type { RepoScanDeps } from '../jobs/repo-scan-job.js';
 import type { MonitorService } from '../monitors/monitor-service.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
@@ -31,6 +32,8 @@ export interface ApiDeps {
   readonly monitors: MonitorService;
   /** Exposed-credential scans; unset, their routes answer 503. */
   readonly secretScans?: ExposedKeysDeps;
+  /** Code-host leak scans; unset, their routes answer 503. */
+  readonly repoScans?: RepoScanDeps;
   readonly settings: ApiSettings;
   /** Database and object store reachable: what /readyz reports. */
   readonly ready: () => Promise<void>;

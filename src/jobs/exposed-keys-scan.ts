@@ -46,7 +46,7 @@ export interface ExposedKeysResult {
   reused: boolean;
   charged: boolean;
   credits: number;
-  status: 'completed';
+  status: 'processing' | 'completed' | 'failed';
 }
 
 export function requireRuleIds(rules: readonly string[] | null): void {

@@ -19,6 +19,7 @@ export function apiDeps(engine: Engine): ApiDeps {
     webhooks: engine.webhooks,
     monitors: monitorServiceOf(deps),
     ...(engine.secretScans ? { secretScans: engine.secretScans } : {}),
+    ...(engine.repoScans ? { repoScans: engine.repoScans } : {}),
     settings: {
       maxUploadBytes: config.api.maxUploadBytes,
       rateLimitPerMinute: config.api.rateLimitPerMinute,

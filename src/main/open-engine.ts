@@ -89,7 +89,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   await requireSharedSealKey(store, sealKey);
   const jobService = new JobService(deps);
   const webhooks = openWebhooks(config, store, sealKey, jobService, deps.objects, overrides);
-  const secretScans = openSecretScans(config, store, sealKey, clock, { allowPrivate: config.webhooks.allowPrivate, resolve: overrides.resolve ?? systemResolver });
+  const secretScans = openSecretScans(config, store, sealKey, clock, log, { allowPrivate: config.webhooks.allowPrivate, resolve: overrides.resolve ?? systemResolver });
   return {
     config,
     deps,
@@ -100,6 +100,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     },
     webhooks,
     secretScans: secretScans.scans,
+    repoScans: secretScans.repoScans,
     async close() {
       await secretScans.close();
       deps.limiters.close();

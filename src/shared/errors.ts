@@ -118,6 +118,12 @@ export const ERROR_CODES = {
   scanTimeout: 'scan_timeout',
   /** `config.rules` names a rule id that neither engine has. */
   unknownRule: 'unknown_rule',
+  /** A repository URL that is not a public https address of a repository. */
+  invalidRepository: 'invalid_repository',
+  cloneFailed: 'clone_failed',
+  repositoryTooLarge: 'repository_too_large',
+  repositoryTimeout: 'repository_timeout',
+  scanNotFound: 'scan_not_found',
   internal: 'internal',
 } as const;
 

@@ -33,6 +33,8 @@ const OPERATIONS = [
   'POST /api/lookup/email/gender',
   'POST /api/lookup/email/breaches',
   'POST /api/lookup/breaches/exposed-keys',
+  'POST /api/lookup/breaches/github',
+  'GET /api/lookup/breaches/github/{id}',
   'POST /api/webhooks',
   'GET /api/webhooks',
   'PUT /api/webhooks',

@@ -74,6 +74,8 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   secretScanValidate: (c) => c.secretScans.validate,
   secretScanValidateTimeoutMs: (c) => c.secretScans.validateTimeoutMs,
   secretScanValidatorOrigin: (c) => c.secretScans.validatorOrigin,
+  repoScanTimeoutMs: (c) => c.secretScans.repoTimeoutMs,
+  repoScanMaxBytes: (c) => c.secretScans.repoMaxBytes,
 };
 
 const settings = Object.entries(SETTINGS) as [keyof typeof SETTINGS, (typeof SETTINGS)[keyof typeof SETTINGS]][];
