@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'smol-toml';
 import { goRegexToJs } from './go-regex-to-js.mjs';
+import { semiGenericAnchor } from './semi-generic-anchor.mjs';
 
 const [tomlFile, commit, date] = process.argv.slice(2);
 if (!tomlFile || !commit || !date) {
@@ -46,6 +47,8 @@ const rules = config.rules.map((r) => {
   };
   try {
     if (r.regex !== undefined) rule.regex = pattern(r.regex);
+    const anchor = rule.regex && semiGenericAnchor(rule.regex.source);
+    if (anchor) rule.anchor = anchor;
     if (r.path !== undefined) rule.path = pattern(r.path);
     rule.allowlists = (r.allowlists ?? []).map(allowlist);
     if (rule.regex === null) rule.unsupported = 'matches file names only (no content pattern); a text scan has no file';

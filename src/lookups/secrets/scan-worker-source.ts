@@ -30,6 +30,8 @@ const rules = workerData.rules.map((r) => ({
   entropy: r.entropy,
   secretGroup: r.secretGroup,
   regex: compile(r.regex, 'gd'),
+  sticky: r.anchor ? compile(r.regex, 'yd') : null,
+  anchor: r.anchor ? { re: new RegExp(r.anchor.source, r.regex.flags + 'g'), lead: r.anchor.lead } : null,
   path: r.path ? compile(r.path) : null,
   allowlists: r.allowlists.map(compileList),
 }));
@@ -82,6 +84,50 @@ function allowed(list, secret, match, line, file) {
   return list.condition === 'AND' ? checks.every(Boolean) : checks.some(Boolean);
 }
 
+/** Every match of the rule, leftmost first, as a global exec loop would give them. */
+function* matches(rule, content) {
+  if (!rule.anchor) {
+    const re = rule.regex;
+    re.lastIndex = 0;
+    let m;
+    while ((m = re.exec(content)) !== null) {
+      if (m[0].length === 0) {
+        re.lastIndex++;
+        continue;
+      }
+      yield m;
+    }
+    return;
+  }
+  // Every match holds an identifier no more than lead characters after its start: try the whole
+  // pattern (sticky) only at those starts, in order, never before the end of the previous match.
+  const ids = rule.anchor.re;
+  const sticky = rule.sticky;
+  let next = 0;
+  ids.lastIndex = 0;
+  let a;
+  while ((a = ids.exec(content)) !== null) {
+    const k = a.index;
+    let s = Math.max(next, k - rule.anchor.lead);
+    let found = null;
+    for (; s <= k; s++) {
+      sticky.lastIndex = s;
+      const m = sticky.exec(content);
+      if (m !== null && m[0].length > 0) {
+        found = m;
+        break;
+      }
+    }
+    if (found) {
+      next = s + found[0].length;
+      yield found;
+    } else {
+      next = Math.max(next, k + 1);
+    }
+    ids.lastIndex = Math.max(k + 1, next);
+  }
+}
+
 function gitleaks(content, file, ruleIds, deadline) {
   const out = [];
   if (file !== null && globalAllow.paths.some((re) => test(re, file))) return out;
@@ -92,14 +138,7 @@ function gitleaks(content, file, ruleIds, deadline) {
     if (Date.now() > deadline) throw Object.assign(new Error('scan time budget exceeded'), { code: 'budget' });
     if (rule.keywords.length > 0 && !rule.keywords.some((k) => lower.includes(k))) continue;
     if (rule.path && (file === null || !test(rule.path, file))) continue;
-    const re = rule.regex;
-    re.lastIndex = 0;
-    let m;
-    while ((m = re.exec(content)) !== null) {
-      if (m[0].length === 0) {
-        re.lastIndex++;
-        continue;
-      }
+    for (const m of matches(rule, content)) {
       let secret = m[0];
       let at = m.indices[0];
       if (m.length > 1) {

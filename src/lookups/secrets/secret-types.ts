@@ -37,6 +37,11 @@ export interface SecretRule {
   readonly keywords: readonly string[];
   readonly path: RulePattern | null;
   readonly allowlists: readonly RuleAllowlist[];
+  /**
+   * For `[\w.-]{0,50}?(?:ids)...` patterns: the identifier group (same flags) and how far before it a
+   * match may start; the scanner tries the pattern only there (scripts/semi-generic-anchor.mjs).
+   */
+  readonly anchor?: { readonly source: string; readonly lead: number };
   /** Why the rule cannot run here; such a rule is never sent to the scan thread. */
   readonly unsupported?: string;
 }

@@ -64,6 +64,25 @@ describe('gitleaks rule corpus (the true and false positives of its rule generat
     expect(wrong).toEqual([]);
   }, 120_000);
 
+  it('rules scanned from their identifiers (semi-generic anchors) find exactly what a scan from every position finds', async () => {
+    const anchored = GITLEAKS_RULES.rules.filter((r) => r.anchor);
+    expect(anchored.length).toBeGreaterThan(90);
+    const plain = new ScanRunner({ ...GITLEAKS_RULES, rules: anchored.map(({ anchor: _, ...r }) => r) }, { threads: 1, budgetMs: 60_000 });
+    try {
+      const all = anchored.flatMap((r) => [...(EXAMPLES[r.id]?.positives ?? []), ...(EXAMPLES[r.id]?.negatives ?? [])]);
+      // Examples run together, so matches meet neighbours, overlap and cross lines.
+      for (const content of [all.join('\n'), all.join(' '), all.join('')]) {
+        const ids = anchored.map((r) => r.id);
+        const fast = await runner.scan({ content, file: null, engines: ['gitleaks'], ruleIds: ids });
+        const slow = await plain.scan({ content, file: null, engines: ['gitleaks'], ruleIds: ids });
+        expect(fast.length).toBeGreaterThan(100);
+        expect(fast).toEqual(slow);
+      }
+    } finally {
+      await plain.close();
+    }
+  }, 120_000);
+
   it('a rule does not fire on text without its keyword, even where its pattern would match', async () => {
     // The adafruit rule's pattern needs "adafruit" anyway; slack's bot token needs "xoxb" as keyword and prefix.
     expect(await found('slack-bot-token', 'xoxb-1234567890123-1234567890123-aBcDeFgHiJkLmNoPqRsTuVwX')).toBe(true);
