@@ -9,12 +9,17 @@ import path from 'node:path';
  * server on port 0, serving every bare repository under `root`. The client under test is real git,
  * so the fake must speak the real protocol rather than replay canned bytes.
  */
-export async function startGitHttpServer(root: string): Promise<{ url: (repo: string) => string; requests: string[]; close: () => Promise<void> }> {
+export async function startGitHttpServer(
+  root: string,
+): Promise<{ url: (repo: string) => string; requests: string[]; hold: () => void; release: () => void; close: () => Promise<void> }> {
   const backend = path.join(execFileSync('git', ['--exec-path'], { encoding: 'utf8' }).trim(), 'git-http-backend');
   const requests: string[] = [];
-  const server = http.createServer((req, res) => {
+  // While held, requests are counted but not answered: a clone in progress that a test can kill.
+  let gate: { promise: Promise<void>; open: () => void } | undefined;
+  const server = http.createServer(async (req, res) => {
     const [pathname = '/', query = ''] = (req.url ?? '/').split('?');
     requests.push(`${req.method} ${pathname}`);
+    if (gate) await gate.promise;
     const cgi = spawn(backend, [], {
       env: {
         PATH: process.env.PATH,
@@ -60,6 +65,15 @@ export async function startGitHttpServer(root: string): Promise<{ url: (repo: st
   return {
     url: (repo) => `http://127.0.0.1:${port}/${repo}`,
     requests,
+    hold: () => {
+      let open = () => undefined as void;
+      const promise = new Promise<void>((resolve) => (open = resolve));
+      gate = { promise, open };
+    },
+    release: () => {
+      gate?.open();
+      gate = undefined;
+    },
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();
