@@ -200,7 +200,7 @@ export const SETTINGS = {
   telegramApiUrl: url('SLUICE_TELEGRAM_API_URL', 'https://api.telegram.org', 'Base URL of the Telegram Bot API, for `telegram` webhooks.'),
   webhookSender: bool('SLUICE_WEBHOOK_SENDER', true, 'Whether `sluice serve` and `sluice worker` also deliver webhooks.'),
   secretScanThreads: int('SLUICE_SECRET_SCAN_THREADS', 1, 1, 64, 'Threads per process that run exposed-credential scans; a scan waits for a free one.'),
-  secretScanBudgetMs: int('SLUICE_SECRET_SCAN_BUDGET_MS', 2_000, 50, 600_000, 'Time one exposed-credential scan may run on its thread; a scan over it is stopped (its thread ended) and refused with 422 `scan_timeout`, nothing charged.'),
+  secretScanBudgetMs: int('SLUICE_SECRET_SCAN_BUDGET_MS', 5_000, 50, 600_000, 'Time one exposed-credential scan may run on its thread; a scan over it is stopped (its thread ended) and refused with 422 `scan_timeout`, nothing charged.'),
   secretScanValidate: bool('SLUICE_SECRET_SCAN_VALIDATE', false, 'Whether exposed-credential scans that omit `config.validate` ask providers whether found credentials still work.'),
   secretScanValidatorOrigin: optionalUrl('SLUICE_SECRET_SCAN_VALIDATOR_ORIGIN', 'For development and tests only: every credential validation request goes to this origin (a fake provider) instead of the provider\'s. Connections still obey the webhook address policy (SLUICE_WEBHOOK_ALLOW_PRIVATE).'),
   repoScanTimeoutMs: int('SLUICE_REPO_SCAN_TIMEOUT_MS', 600_000, 1_000, 86_400_000, 'Time a code-host leak scan\'s clone may take; then the scan fails with `repository_timeout`, free.'),
