@@ -191,6 +191,8 @@ async function chargeOnce(deps: RepoScanDeps, scan: RepoScanRecord): Promise<'ch
   return committed.ok ? 'charged' : 'insufficient';
 }
 
+const STOP_WAIT_MS = 2_000;
+
 /** Claims and runs scans one at a time until stopped; returns the stop function. */
 export function driveRepoScans(deps: RepoScanDeps, owner: string, pollMs: number): () => Promise<void> {
   let stopped = false;
@@ -212,7 +214,9 @@ export function driveRepoScans(deps: RepoScanDeps, owner: string, pollMs: number
   })();
   return async () => {
     stopped = true;
-    await loop;
+    // A scan in progress may be minutes from its end (a large clone): stopping does not wait for
+    // it. Its lease runs out and another worker starts it over, as after a crash.
+    await Promise.race([loop, new Promise((r) => setTimeout(r, STOP_WAIT_MS).unref())]);
   };
 }
 
