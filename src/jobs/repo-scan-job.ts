@@ -45,7 +45,8 @@ export async function startRepoScan(deps: RepoScanDeps, accountId: string, reque
   requireRuleIds(config.rules);
   const id = `rscan_${randomUUID()}`;
   const now = deps.clock.now();
-  await deps.scans.create({ id, accountId, url: url.toString(), type: request.type ?? 0, config: JSON.stringify(config), now });
+  // Spec 4.6 runs a repository's history through both engines unless the caller picks one.
+  await deps.scans.create({ id, accountId, url: url.toString(), type: request.type ?? 2, config: JSON.stringify(config), now });
   return (await deps.scans.get(accountId, id))!;
 }
 

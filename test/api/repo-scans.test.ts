@@ -61,7 +61,7 @@ describe.each(TEST_STORES)('code-host leak scan on %s', (store) => {
     const { server, commits } = await plantedRepository();
     const h = await harness(store);
     const { id: accountId, key } = await newAccount(h, { credits: 3 });
-    const started = await h.app.inject({ method: 'POST', url: BASE, headers: bearer(key), payload: { url: server.url('app.git'), type: 2 } });
+    const started = await h.app.inject({ method: 'POST', url: BASE, headers: bearer(key), payload: { url: server.url('app.git') } });
     expect(started.statusCode, started.body).toBe(202);
     const first = json(started);
     expect(first).toMatchObject({ success: true, result: { status: 'processing', kind: 'repository', target: server.url('app.git'), findings: [], credits: 0 } });
@@ -72,7 +72,7 @@ describe.each(TEST_STORES)('code-host leak scan on %s', (store) => {
     const done = await settle(h, key, scanId);
     expect(done.success).toBe(true);
     const r = done.result;
-    expect(r).toMatchObject({ status: 'completed', repository_id: server.url('app.git'), commit_sha: commits.branch, depth: 5, charged: true, credits: 1, reused: false, error_code: null });
+    expect(r).toMatchObject({ status: 'completed', type: 2, repository_id: server.url('app.git'), commit_sha: commits.branch, depth: 5, charged: true, credits: 1, reused: false, error_code: null });
     expect(r.summary).toMatchObject({ deep_scan: true, engines_run: ['gitleaks', 'secretlint'], total: 2, suppressed: 1 });
     for (const secret of [GITHUB, SLACK, STRIPE]) expect(JSON.stringify(done)).not.toContain(secret);
     const github = r.findings.find((f: { rule_id: string }) => f.rule_id === 'github-pat');

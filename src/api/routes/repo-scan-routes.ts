@@ -34,7 +34,7 @@ export async function repoScanRoutes(app: FastifyInstance, deps: ApiDeps): Promi
           additionalProperties: false,
           properties: {
             url: { type: 'string', maxLength: 2048, description: 'https URL of a public git repository' },
-            type: { type: 'integer', enum: [0, 1, 2], default: 0 },
+            type: { type: 'integer', enum: [0, 1, 2], default: 2, description: '0 standard engine, 1 alternate, 2 both with duplicates merged (the default here: a history is scanned deep)' },
             config: SCAN_CONFIG_SCHEMA,
           },
         },
