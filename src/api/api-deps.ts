@@ -4,6 +4,8 @@ import type { RateLimiter } from '../auth/rate-limiter.js';
 import type { SessionStore } from '../auth/session-store.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { JobService } from '../jobs/job-service.js';
+import type { ExposedKeysDeps } from '../jobs/exposed-keys-scan.js';
+import type { RepoScanDeps } from '../jobs/repo-scan-job.js';
 import type { MonitorService } from '../monitors/monitor-service.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
@@ -28,6 +30,10 @@ export interface ApiDeps {
   readonly idempotency: IdempotencyStore;
   readonly webhooks: Webhooks;
   readonly monitors: MonitorService;
+  /** Exposed-credential scans; unset, their routes answer 503. */
+  readonly secretScans?: ExposedKeysDeps;
+  /** Code-host leak scans; unset, their routes answer 503. */
+  readonly repoScans?: RepoScanDeps;
   readonly settings: ApiSettings;
   /** Database and object store reachable: what /readyz reports. */
   readonly ready: () => Promise<void>;

@@ -18,6 +18,10 @@ export const AUDIT_ACTIONS = {
   accountSuspended: 'account.suspended',
   accountReinstated: 'account.reinstated',
   jobDeleted: 'job.deleted',
+  /** An exposed-credential scan (spec 4.6); the entry's label is the scan's `source`. */
+  exposedKeysScanned: 'scan.exposed_keys',
+  /** A code-host leak scan was started. */
+  repositoryScanStarted: 'scan.repository',
 } as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[keyof typeof AUDIT_ACTIONS];
 
@@ -43,6 +47,8 @@ export type AuditActor =
 export interface AuditSource {
   ip?: string | null;
   userAgent?: string | null;
+  /** The caller's label for the entry (spec 4.6 `source`), cut to 200 characters. */
+  label?: string | null;
 }
 
 /**
@@ -75,6 +81,7 @@ export class AuditLog {
           targetId,
           sourceIp: source.ip ?? null,
           userAgent: source.userAgent ? source.userAgent.slice(0, USER_AGENT_MAX) : null,
+          label: source.label ? source.label.slice(0, USER_AGENT_MAX) : null,
         },
         { since: at - AUDIT_RETENTION.days * DAY_MS, max: AUDIT_RETENTION.entries },
       );

@@ -8,6 +8,7 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { startMetricsListener } from '../shared/metrics-listener.js';
 import { webhookSender } from '../webhooks/webhooks.js';
 import { parseCommand, positiveInt, type CliIo } from './cli-io.js';
+import { driveRepoScans } from '../jobs/repo-scan-job.js';
 
 export const WORKER_USAGE = 'sluice worker [--concurrency N]';
 
@@ -27,6 +28,7 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   );
   const stopRetention = sweepRetentionPeriodically(engine.deps, { days: engine.config.retentionDays });
   const stopSchedule = scheduleMonitorsPeriodically({ monitors: engine.deps.store.monitors, clock: engine.deps.clock, log: engine.deps.log });
+  const stopRepoScans = engine.repoScans ? driveRepoScans(engine.repoScans, worker.id, engine.config.jobs.pollMs) : undefined;
   const stopRuns = driveMonitorRuns({ engine: engine.deps, jobService: engine.jobService }, worker.id, engine.config.jobs.pollMs);
   const { metrics: metricsConfig } = engine.config;
   // No API in this process: Prometheus scrapes a listener of its own, on SLUICE_HOST (loopback by default).
@@ -46,7 +48,7 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   // If the worker fails, the sender must stop, and end, before the engine closes under it.
   const [work] = await Promise.allSettled([worker.run({ concurrency }).finally(() => sender?.stop()), sender?.run()]);
   stopSweeping();
-  await Promise.all([stopRetention(), stopSchedule(), stopRuns(), metrics?.close()]);
+  await Promise.all([stopRetention(), stopSchedule(), stopRuns(), stopRepoScans?.(), metrics?.close()]);
   if (work.status === 'rejected') throw work.reason;
   engine.deps.log.info({ worker: worker.id }, 'worker stopped');
   return 0;

@@ -7,6 +7,16 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
  * that names the variable, instead of surfacing hours later as a strange job failure.
  */
 export interface Config {
+  /** Exposed-credential scans (spec 4.6): the scan threads, each scan's time budget, validation by default. */
+  readonly secretScans: {
+    readonly threads: number;
+    readonly budgetMs: number;
+    readonly validate: boolean;
+    readonly validateTimeoutMs: number;
+    readonly validatorOrigin: string | undefined;
+    readonly repoTimeoutMs: number;
+    readonly repoMaxBytes: number;
+  };
   readonly dataDir: string;
   readonly logLevel: string;
   readonly port: number;
@@ -193,6 +203,13 @@ export const SETTINGS = {
   webhookTimeoutMs: int('SLUICE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000, 'Time allowed for one webhook delivery attempt (the spec: 10 s).'),
   telegramApiUrl: url('SLUICE_TELEGRAM_API_URL', 'https://api.telegram.org', 'Base URL of the Telegram Bot API, for `telegram` webhooks.'),
   webhookSender: bool('SLUICE_WEBHOOK_SENDER', true, 'Whether `sluice serve` and `sluice worker` also deliver webhooks.'),
+  secretScanThreads: int('SLUICE_SECRET_SCAN_THREADS', 1, 1, 64, 'Threads per process that run exposed-credential scans; a scan waits for a free one.'),
+  secretScanBudgetMs: int('SLUICE_SECRET_SCAN_BUDGET_MS', 5_000, 50, 600_000, 'Time one exposed-credential scan may run on its thread; a scan over it is stopped (its thread ended) and refused with 422 `scan_timeout`, nothing charged.'),
+  secretScanValidate: bool('SLUICE_SECRET_SCAN_VALIDATE', false, 'Whether exposed-credential scans that omit `config.validate` ask providers whether found credentials still work.'),
+  secretScanValidatorOrigin: optionalUrl('SLUICE_SECRET_SCAN_VALIDATOR_ORIGIN', 'For development and tests only: every credential validation request goes to this origin (a fake provider) instead of the provider\'s. Connections still obey the webhook address policy (SLUICE_WEBHOOK_ALLOW_PRIVATE).'),
+  repoScanTimeoutMs: int('SLUICE_REPO_SCAN_TIMEOUT_MS', 600_000, 1_000, 86_400_000, 'Time a code-host leak scan\'s clone may take; then the scan fails with `repository_timeout`, free.'),
+  repoScanMaxBytes: int('SLUICE_REPO_SCAN_MAX_BYTES', 512 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024, 'Largest repository (its bare clone on disk) a code-host leak scan takes; a larger one fails with `repository_too_large`, free.'),
+  secretScanValidateTimeoutMs: int('SLUICE_SECRET_SCAN_VALIDATE_TIMEOUT_MS', 5_000, 100, 60_000, 'Time allowed for one credential validation request to its provider; then `unknown`.'),
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -268,6 +285,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       attemptTimeoutMs: read(s.webhookTimeoutMs),
       telegramApiUrl: read(s.telegramApiUrl),
       runSender: read(s.webhookSender),
+    },
+    secretScans: {
+      threads: read(s.secretScanThreads),
+      budgetMs: read(s.secretScanBudgetMs),
+      validate: read(s.secretScanValidate),
+      validateTimeoutMs: read(s.secretScanValidateTimeoutMs),
+      validatorOrigin: read(s.secretScanValidatorOrigin),
+      repoTimeoutMs: read(s.repoScanTimeoutMs),
+      repoMaxBytes: read(s.repoScanMaxBytes),
     },
   };
   if ((config.s3.accessKeyId === undefined) !== (config.s3.secretAccessKey === undefined)) {

@@ -18,6 +18,8 @@ export function apiDeps(engine: Engine): ApiDeps {
     idempotency: new IdempotencyStore(deps.store.idempotency),
     webhooks: engine.webhooks,
     monitors: monitorServiceOf(deps),
+    ...(engine.secretScans ? { secretScans: engine.secretScans } : {}),
+    ...(engine.repoScans ? { repoScans: engine.repoScans } : {}),
     settings: {
       maxUploadBytes: config.api.maxUploadBytes,
       rateLimitPerMinute: config.api.rateLimitPerMinute,

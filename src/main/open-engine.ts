@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sealKeyFingerprint } from '../storage/billing-key.js';
 import { dataDirSecret } from '../shared/data-dir-secret.js';
+import { openSecretScans } from './open-secret-scans.js';
 import { applyHeapGrowth } from './heap-growth.js';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -94,6 +95,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   await requireSharedSealKey(store, sealKey);
   const jobService = new JobService(deps);
   const webhooks = openWebhooks(config, store, sealKey, jobService, deps.objects, overrides);
+  const secretScans = openSecretScans(config, store, sealKey, clock, log, { allowPrivate: config.webhooks.allowPrivate, resolve: overrides.resolve ?? systemResolver });
   return {
     config,
     deps,
@@ -103,7 +105,10 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
       sessions: new SessionStore(store.sessions, config.api.sessionTtlSeconds * 1000),
     },
     webhooks,
+    secretScans: secretScans.scans,
+    repoScans: secretScans.repoScans,
     async close() {
+      await secretScans.close();
       deps.limiters.close();
       await webhooks.client.close();
       await Promise.all(remotes.map((remote) => remote.close()));

@@ -1,6 +1,7 @@
 import { sweepRetentionPeriodically } from '../jobs/retention-sweep.js';
 import { Worker } from '../jobs/worker.js';
 import { driveMonitorRuns } from '../monitors/run-driver.js';
+import { driveRepoScans } from '../jobs/repo-scan-job.js';
 import { scheduleMonitorsPeriodically } from '../monitors/scheduler.js';
 import { webhookSender } from '../webhooks/webhooks.js';
 import { buildApp } from '../api/build-app.js';
@@ -32,6 +33,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   const stopRetention = sweepRetentionPeriodically(engine.deps, { days: engine.config.retentionDays });
   // Where workers run, the schedule runs: `serve --no-worker` behind a load balancer leaves it to the worker machines.
   const stopSchedule = worker ? scheduleMonitorsPeriodically({ monitors: engine.deps.store.monitors, clock: engine.deps.clock, log: engine.deps.log }) : undefined;
+  const stopRepoScans = worker && engine.repoScans ? driveRepoScans(engine.repoScans, worker.id, engine.config.jobs.pollMs) : undefined;
   const stopRuns = worker ? driveMonitorRuns({ engine: engine.deps, jobService: engine.jobService }, worker.id, engine.config.jobs.pollMs) : undefined;
   io.stderr.write(`sluice API listening on ${boundAddress(app.server.address())}${worker ? ` with worker ${worker.id}` : ''}${sender ? ' and webhook sender' : ''}\n`);
 
@@ -44,7 +46,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   io.stderr.write('stopping: finishing in-flight requests and batches\n');
   worker?.stop();
   sender?.stop();
-  const [, [work]] = await Promise.all([app.close(), settled, stopRetention(), stopSchedule?.(), stopRuns?.()]);
+  const [, [work]] = await Promise.all([app.close(), settled, stopRetention(), stopSchedule?.(), stopRuns?.(), stopRepoScans?.()]);
   if (work.status === 'rejected') throw work.reason;
   return 0;
 }

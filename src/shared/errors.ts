@@ -118,6 +118,19 @@ export const ERROR_CODES = {
   runInProgress: 'run_in_progress',
   /** A monitor run that is not the caller's account's, or not of the monitor named in the path. */
   monitorRunNotFound: 'run_not_found',
+  // exposed-credential scans
+  /** `content` over 256 KB (spec 8): refused before any scan, nothing charged. */
+  contentTooLarge: 'content_too_large',
+  /** A scan that ran past its time budget (a pattern backtracking without end): stopped, nothing charged. */
+  scanTimeout: 'scan_timeout',
+  /** `config.rules` names a rule id that neither engine has. */
+  unknownRule: 'unknown_rule',
+  /** A repository URL that is not a public https address of a repository. */
+  invalidRepository: 'invalid_repository',
+  cloneFailed: 'clone_failed',
+  repositoryTooLarge: 'repository_too_large',
+  repositoryTimeout: 'repository_timeout',
+  scanNotFound: 'scan_not_found',
   internal: 'internal',
 } as const;
 

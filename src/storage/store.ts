@@ -15,6 +15,7 @@ import type {
 } from './monitor-records.js';
 import type { ComparisonCommit, RunClaim, RunEnd, StoredSnapshot } from './monitor-run-records.js';
 import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, SnapshotRecord, TypedRunRecord } from './monitor-result-records.js';
+import type { RepoScansPort } from './repo-scan-records.js';
 import type {
   Account,
   ApiKeyRow,
@@ -68,6 +69,8 @@ export interface Store {
   readonly monitors: MonitorsPort;
   readonly monitorRuns: MonitorRunsPort;
   readonly monitorResults: MonitorResultsPort;
+  /** Code-host leak scans (spec 4.6). */
+  readonly repoScans: RepoScansPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -505,6 +508,8 @@ export interface AuditRecord {
   targetId: string | null;
   sourceIp: string | null;
   userAgent: string | null;
+  /** The caller's own label for the entry (an exposed-credential scan's `source`); null when none. */
+  label?: string | null;
 }
 
 /** What an account's entries are cut to each time one is written. */

@@ -71,6 +71,13 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   webhookTimeoutMs: (c) => c.webhooks.attemptTimeoutMs,
   telegramApiUrl: (c) => c.webhooks.telegramApiUrl,
   webhookSender: (c) => c.webhooks.runSender,
+  secretScanThreads: (c) => c.secretScans.threads,
+  secretScanBudgetMs: (c) => c.secretScans.budgetMs,
+  secretScanValidate: (c) => c.secretScans.validate,
+  secretScanValidateTimeoutMs: (c) => c.secretScans.validateTimeoutMs,
+  secretScanValidatorOrigin: (c) => c.secretScans.validatorOrigin,
+  repoScanTimeoutMs: (c) => c.secretScans.repoTimeoutMs,
+  repoScanMaxBytes: (c) => c.secretScans.repoMaxBytes,
 };
 
 const settings = Object.entries(SETTINGS) as [keyof typeof SETTINGS, (typeof SETTINGS)[keyof typeof SETTINGS]][];

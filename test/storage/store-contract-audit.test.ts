@@ -16,6 +16,7 @@ function entry(accountId: string, action: string, at = NOW, over: Partial<Omit<A
     targetId: 'key_02',
     sourceIp: '127.0.0.1',
     userAgent: 'curl/8',
+    label: null,
     ...over,
   };
 }

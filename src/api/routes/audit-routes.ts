@@ -42,6 +42,7 @@ function entryView(e: AuditRecord) {
     target_id: e.targetId,
     source_ip: e.sourceIp,
     user_agent: e.userAgent,
+    label: e.label ?? null,
   };
 }
 

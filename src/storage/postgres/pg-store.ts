@@ -2,6 +2,7 @@ import { BillingKeys } from '../billing-key.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { STORE_KINDS, type Store, type StoreHooks } from '../store.js';
 import { PgAudit } from './pg-audit.js';
+import { PgRepoScans } from './pg-repo-scans.js';
 import { PgBilling } from './pg-billing.js';
 import { PgBreaches } from './pg-breaches.js';
 import { PgCompanies } from './pg-companies.js';
@@ -55,6 +56,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     monitors: new PgMonitors(db),
     monitorRuns: new PgMonitorRuns(db),
     monitorResults: new PgMonitorResults(db),
+    repoScans: new PgRepoScans(db),
     async ping() {
       await db.query('SELECT 1');
     },

@@ -2,7 +2,7 @@ import type { AuditPort, AuditRecord, AuditRetention } from '../store.js';
 import type { Db } from './open-database.js';
 
 const COLUMNS =
-  'id, account_id AS accountId, at, action, actor_type AS actorType, actor_id AS actorId, actor_name AS actorName, target_id AS targetId, source_ip AS sourceIp, user_agent AS userAgent';
+  'id, account_id AS accountId, at, action, actor_type AS actorType, actor_id AS actorId, actor_name AS actorName, target_id AS targetId, source_ip AS sourceIp, user_agent AS userAgent, label';
 
 /** Accounts' audit logs, cut to their retention on every write so no sweeper is needed. */
 export class SqliteAudit implements AuditPort {
@@ -11,7 +11,7 @@ export class SqliteAudit implements AuditPort {
   constructor(private readonly db: Db) {
     this.s = {
       insert: db.prepare(
-        'INSERT INTO audit_log (account_id, at, action, actor_type, actor_id, actor_name, target_id, source_ip, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO audit_log (account_id, at, action, actor_type, actor_id, actor_name, target_id, source_ip, user_agent, label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       dropOld: db.prepare('DELETE FROM audit_log WHERE account_id = ? AND at < ?'),
       // The id of the newest entry past the first `max`: it and everything older go.
@@ -25,7 +25,7 @@ export class SqliteAudit implements AuditPort {
   async append(entry: Omit<AuditRecord, 'id'>, keep: AuditRetention): Promise<void> {
     this.db
       .transaction(() => {
-        this.s.insert.run(entry.accountId, entry.at, entry.action, entry.actorType, entry.actorId, entry.actorName, entry.targetId, entry.sourceIp, entry.userAgent);
+        this.s.insert.run(entry.accountId, entry.at, entry.action, entry.actorType, entry.actorId, entry.actorName, entry.targetId, entry.sourceIp, entry.userAgent, entry.label ?? null);
         this.s.dropOld.run(entry.accountId, keep.since);
         this.s.dropBeyond.run(entry.accountId, entry.accountId, keep.max);
       })

@@ -1,6 +1,7 @@
 import type { Store, StoreHooks } from '../store.js';
 import { billingKeysFor, openDatabase, type OpenDatabaseOptions } from './open-database.js';
 import { SqliteAudit } from './sqlite-audit.js';
+import { SqliteRepoScans } from './sqlite-repo-scans.js';
 import { SqliteBilling } from './sqlite-billing.js';
 import { SqliteBreaches } from './sqlite-breaches.js';
 import { SqliteCompanies } from './sqlite-companies.js';
@@ -50,6 +51,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     monitors: new SqliteMonitors(db),
     monitorRuns: new SqliteMonitorRuns(db, outbox),
     monitorResults: new SqliteMonitorResults(db),
+    repoScans: new SqliteRepoScans(db),
     async ping() {
       ping.get();
     },
