@@ -5,7 +5,7 @@ import { creditLedgerId } from '../ledger-ids.js';
 import { JOB_STATUSES } from '../job-states.js';
 import type { Account, LedgerEntry } from '../records.js';
 import type { BillingPort, LookupCommit } from '../store.js';
-import { accountNotFound, lockAccount } from './pg-core-charges.js';
+import { accountNotFound, BILLED_HASHES, keysOfHashes, lockAccount } from './pg-core-charges.js';
 import { commitLookup } from './pg-core-commit-lookup.js';
 import { isUniqueViolation, type PgDatabase, type PgQueryable } from './pg-database.js';
 
@@ -140,14 +140,10 @@ export class PgBilling implements BillingPort {
 
   async freshlyBilled(accountId: string, kind: string, keys: readonly string[], since: number): Promise<Set<string>> {
     if (keys.length === 0) return new Set();
-    // Positions in the list: the cache holds keyed hashes, never keys.
-    const { rows } = await this.db.query<{ i: number }>(
-      `SELECT t.i::int AS i FROM unnest($3::bytea[]) WITH ORDINALITY AS t(key_hash, i)
-         JOIN billing_cache b ON b.account_seq = $1 AND b.kind = $2 AND b.key_hash = t.key_hash
-        WHERE b.charged_at > $4`,
-      [await this.seq(accountId), kind, await this.names.hashMany(kind, keys), since],
-    );
-    return new Set(rows.map((r) => keys[r.i - 1]!));
+    const hashes = await this.names.hashMany(kind, keys);
+    // The cache holds keyed hashes, never keys: the answer is hashes, mapped back to the keys given.
+    const { rows } = await this.db.query<{ h: Buffer }>(BILLED_HASHES, [await this.seq(accountId), kind, hashes, since]);
+    return keysOfHashes(keys, hashes, rows);
   }
 
   /**
