@@ -99,7 +99,7 @@ export function postgresFinding(r: PostgresResult, sqlite: EngineResult | undefi
   const same = sqlite.counters.creditsUsed === r.first.counters.creditsUsed ? 'the same charges as SQLite' : `SQLite charged ${fmt.int(sqlite.counters.creditsUsed)}`;
   return (
     `On PostgreSQL the first run took ${fmt.s(r.first.workerMs)} against SQLite's ${fmt.s(sqlite.workerMs)} (${charged}, ${same}), and the repeat ${fmt.s(r.repeat.workerMs)}. ` +
-    'Every checkpoint is a round trip to the server per statement, where SQLite calls into the same process.'
+    'A checkpoint is one round trip to the server (sluice_checkpoint), where SQLite calls into the same process; charging checkpoints and reservations of one account still queue on its row through each commit.'
   );
 }
 
