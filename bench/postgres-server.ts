@@ -17,6 +17,10 @@ export interface PostgresServer {
   url: string;
   /** Fast shutdown, then removes the cluster's files. Safe to call twice. */
   stop(): Promise<void>;
+  /** The postmaster's pid: the server's CPU is its own and its children's (see serverCpuMs). */
+  pid: number | undefined;
+  /** The settings it runs with, as the bench reports them. */
+  settings: string;
 }
 
 export interface StartPostgresOptions {
@@ -27,6 +31,12 @@ export interface StartPostgresOptions {
    * about 2x and CREATE DATABASE about 10x faster than a disk, even with fsync off.
    */
   parentDir?: string;
+  /**
+   * As a deployment runs: fsync, synchronous_commit and full_page_writes on, with
+   * pg_stat_statements loaded for profiles. The bench's figures use this; tests keep the fast
+   * settings, since a test run throws its cluster away.
+   */
+  durable?: boolean;
 }
 
 /** initdb refuses to run as root, so root runs the cluster as this unprivileged user. */
@@ -62,9 +72,9 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     await run(bin.initdb, ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--encoding=UTF8', '--locale=C', '--no-sync', '--no-instructions'], runAs, root);
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
-      const child = spawnPostgres(bin.postgres, dataDir, socketDir, port, logFile, runAs, root);
+      const child = spawnPostgres(bin.postgres, dataDir, socketDir, port, logFile, runAs, root, options.durable === true);
       const failure = await waitUntilReady(child, port, readyTimeoutMs);
-      if (failure === undefined) return handle(child, port, root);
+      if (failure === undefined) return handle(child, port, root, options.durable === true);
       await kill(child);
       const log = readTail(logFile);
       // Another process can take the port between freePort() closing it and postgres binding it.
@@ -77,7 +87,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   }
 }
 
-function handle(child: ChildProcess, port: number, root: string): PostgresServer {
+function handle(child: ChildProcess, port: number, root: string, durable: boolean): PostgresServer {
   // Kills the server if the test run exits without teardown (an uncaught error, process.exit). Sync
   // on purpose: 'exit' handlers cannot wait. Must not touch the exit code, or failed runs would pass.
   const onExit = () => {
@@ -88,6 +98,8 @@ function handle(child: ChildProcess, port: number, root: string): PostgresServer
   let stopped: Promise<void> | undefined;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    pid: child.pid,
+    settings: durable ? DURABLE_SETTINGS.join(', ') : FAST_SETTINGS.join(', '),
     stop() {
       stopped ??= (async () => {
         process.off('exit', onExit);
@@ -99,11 +111,16 @@ function handle(child: ChildProcess, port: number, root: string): PostgresServer
   };
 }
 
-function spawnPostgres(postgres: string, dataDir: string, socketDir: string, port: number, logFile: string, runAs: RunAs, cwd: string): ChildProcess {
-  // fsync, synchronous_commit and full_page_writes off: a crash loses the cluster, which a test run
-  // throws away anyway; never use these settings for data anyone keeps.
-  const args = ['-D', dataDir, '-h', '127.0.0.1', '-p', String(port), '-k', socketDir,
-    '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'];
+/**
+ * fsync, synchronous_commit and full_page_writes off: a crash loses the cluster, which a test run
+ * throws away anyway; never use these settings for data anyone keeps.
+ */
+const FAST_SETTINGS = ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off', 'max_connections=200'];
+/** PostgreSQL's own defaults for durability, as a deployment keeps them. */
+const DURABLE_SETTINGS = ['fsync=on', 'synchronous_commit=on', 'full_page_writes=on', 'max_connections=200', 'shared_preload_libraries=pg_stat_statements'];
+
+function spawnPostgres(postgres: string, dataDir: string, socketDir: string, port: number, logFile: string, runAs: RunAs, cwd: string, durable: boolean): ChildProcess {
+  const args = ['-D', dataDir, '-h', '127.0.0.1', '-p', String(port), '-k', socketDir, ...(durable ? DURABLE_SETTINGS : FAST_SETTINGS).flatMap((s) => ['-c', s])];
   // A file, not a pipe: a pipe nobody drains stalls a chatty server once its buffer fills.
   // Truncated per attempt, so that a failure is judged by this attempt's messages alone.
   const log = fs.openSync(logFile, 'w');
@@ -307,4 +324,30 @@ async function adminQuery(serverUrl: string, sql: string): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * CPU time (user + system, ms) of the server: the postmaster, its live children (backends, WAL
+ * writer, checkpointer) and the children that already exited and were reaped (cutime, cstime).
+ */
+export function serverCpuMs(pid: number): number {
+  const ticks = 100; // USER_HZ on Linux
+  const stat = (p: string): string[] | undefined => {
+    try {
+      const text = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      return text.slice(text.lastIndexOf(')') + 2).split(' ');
+    } catch {
+      return undefined;
+    }
+  };
+  // Fields after the name, from state (field 3): ppid is [1], utime [11], stime [12], cutime [13], cstime [14].
+  const own = stat(String(pid));
+  if (!own) return 0;
+  let total = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const p of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    const f = stat(p);
+    if (f && Number(f[1]) === pid) total += Number(f[11]) + Number(f[12]);
+  }
+  return (total * 1000) / ticks;
 }

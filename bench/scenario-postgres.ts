@@ -4,7 +4,8 @@
  * loopback). Each run gets a database of its own; the repeat reuses the first run's.
  */
 import type { EngineResult } from './engine-run.js';
-import { createDatabase, startPostgres, type PostgresServer } from './postgres-server.js';
+import pg from 'pg';
+import { createDatabase, serverCpuMs, startPostgres, type PostgresServer } from './postgres-server.js';
 import { fmt, ratioVerdict } from './report.js';
 import { phaseText, rate, rowsText, TARGETS, type BenchContext } from './scenario-context.js';
 import type { EngineFloor } from './scenario-engine.js';
@@ -12,6 +13,10 @@ import type { EngineFloor } from './scenario-engine.js';
 export interface PostgresResult {
   first: EngineResult;
   repeat: EngineResult;
+  /** CPU of the server's processes (ms) during each run. */
+  firstServerMs: number;
+  repeatServerMs: number;
+  settings: string;
 }
 
 export async function postgresScenario(ctx: BenchContext, ef: EngineFloor, floorMs: number | undefined, sqliteRepeat: EngineResult | undefined): Promise<PostgresResult | undefined> {
@@ -21,17 +26,26 @@ export async function postgresScenario(ctx: BenchContext, ef: EngineFloor, floor
   let server: PostgresServer | undefined;
   try {
     log('postgres: starting a PostgreSQL server on loopback');
-    server = await startPostgres();
+    // As a deployment runs it: fsync and synchronous_commit on.
+    server = await startPostgres({ durable: true });
+    const pid = server.pid!;
     const url = await createDatabase(server.url, 'sluice_bench');
     const env = { SLUICE_DATABASE_URL: url };
-    log(`postgres: first run (${rowsText(rows)} rows)`);
+    log(`postgres: first run (${rowsText(rows)} rows; ${server.settings})`);
+    // The server's CPU over the run: staging is part of freshRun, so the count takes it in (small).
+    let cpu0 = serverCpuMs(pid);
     const { dir, result: first } = await bench.freshRun(rows, 'postgres', [], env);
-    log(`  postgres ${fmt.s(first.workerMs)}, ${fmt.int(rate(rows, first.workerMs))} rows/s, peak RSS ${fmt.mb(first.maxRssKiB * 1024)}`);
+    const firstServerMs = serverCpuMs(pid) - cpu0;
+    log(`  postgres ${fmt.s(first.workerMs)}, ${fmt.int(rate(rows, first.workerMs))} rows/s, peak RSS ${fmt.mb(first.maxRssKiB * 1024)}, server CPU ${fmt.s(firstServerMs)}`);
+    await logTopStatements(url, log);
     log('postgres: second run, same account, same file');
     const staged = await bench.stage(dir, rows, 'mixed', env);
+    cpu0 = serverCpuMs(pid);
     const repeat = await bench.run(dir, staged.jobId, rows, [], env);
-    log(`  postgres repeat ${fmt.s(repeat.workerMs)}`);
+    const repeatServerMs = serverCpuMs(pid) - cpu0;
+    log(`  postgres repeat ${fmt.s(repeat.workerMs)}, server CPU ${fmt.s(repeatServerMs)}`);
     bench.remove(dir);
+    const settings = server.settings;
 
     const sqliteFirst = ef.engineMid;
     const ratio = floorMs === undefined ? undefined : first.workerMs / floorMs;
@@ -55,7 +69,22 @@ export async function postgresScenario(ctx: BenchContext, ef: EngineFloor, floor
         `${fmt.int(rate(rows, repeat.workerMs))} rows/s (${fmt.s(repeat.workerMs)}), ${fmt.x(speedup)} the first run's; ${fmt.int(repeat.counters.creditsUsed)} credits charged on the repeat (first run: ${fmt.int(first.counters.creditsUsed)}); ${phaseText(repeat)}` +
         (sqliteRepeat ? `; SQLite's repeat in the same run: ${fmt.s(sqliteRepeat.workerMs)}` : ''),
     });
-    return { first, repeat };
+    const perMillion = (ms: number) => (ms * 1_000_000) / rows;
+    ctx.table.push({
+      scenario: 'PostgreSQL over SQLite',
+      figure: sqliteFirst ? `${fmt.x(first.workerMs / sqliteFirst.workerMs)}` : 'n/a (no SQLite engine run)',
+      target: '≤ 1.5 (aim 1.2)',
+      met: sqliteFirst ? ratioVerdict(first.workerMs / sqliteFirst.workerMs, 1.5, 1.2) : 'n/a',
+      detail: `the engine scenario's file on both stores in this run; PostgreSQL settings: ${settings}`,
+    });
+    ctx.table.push({
+      scenario: 'PostgreSQL server CPU',
+      figure: `${fmt.s(perMillion(firstServerMs))} per 1M rows`,
+      target: '≤ 10 s per 1M rows (aim 5 s)',
+      met: ratioVerdict(perMillion(firstServerMs) / 1000, 10, 5),
+      detail: `user + system time of the postmaster and its processes (from /proc) over the first run: ${fmt.s(firstServerMs)} for ${rowsText(rows)} rows (${fmt.int((firstServerMs * 1000) / rows)} µs a row); the repeat ${fmt.s(repeatServerMs)}; settings: ${settings}`,
+    });
+    return { first, repeat, firstServerMs, repeatServerMs, settings };
   } catch (e: unknown) {
     ctx.failed('engine, PostgreSQL', target, e);
     return undefined;
@@ -70,6 +99,28 @@ export function postgresFinding(r: PostgresResult, sqlite: EngineResult | undefi
   const same = sqlite.counters.creditsUsed === r.first.counters.creditsUsed ? 'the same charges as SQLite' : `SQLite charged ${fmt.int(sqlite.counters.creditsUsed)}`;
   return (
     `On PostgreSQL the first run took ${fmt.s(r.first.workerMs)} against SQLite's ${fmt.s(sqlite.workerMs)} (${charged}, ${same}), and the repeat ${fmt.s(r.repeat.workerMs)}. ` +
-    'Every checkpoint is a round trip to the server per statement, where SQLite calls into the same process.'
+    'A checkpoint is one round trip to the server (sluice_checkpoint), where SQLite calls into the same process; charging checkpoints and reservations of one account still queue on its row through each commit.'
   );
+}
+
+/** The statements the first run spent the server's time on, for the log (pg_stat_statements). */
+async function logTopStatements(url: string, log: (line: string) => void): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    const { rows } = await client.query<{ calls: string; total: number; mean: number; query: string }>(
+      `SELECT calls::text, total_exec_time AS total, mean_exec_time AS mean, regexp_replace(query, '\\s+', ' ', 'g') AS query
+         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+        ORDER BY total_exec_time DESC LIMIT 12`,
+    );
+    const sum = rows.reduce((n, r) => n + r.total, 0);
+    log(`  pg_stat_statements, top 12 by time (${fmt.s(sum)} in all of them):`);
+    for (const r of rows) log(`    ${fmt.s(r.total)} ${r.calls} calls, ${r.mean.toFixed(2)} ms each: ${r.query.slice(0, 160)}`);
+  } catch (e) {
+    log(`  pg_stat_statements unavailable: ${(e as Error).message}`);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }

@@ -34,8 +34,31 @@ export async function spendable(tx: PgQueryable, accountId: string, credits: num
 }
 
 /**
- * Per kind index, which of its keys the account paid for after `since`. One query for every kind.
- * The cache holds keyed hashes (`names`), never keys: the answer is positions in the list given.
+ * Which of an account's keys of one kind it paid for after `$4`. `key_hash = ANY($3)` is one probe
+ * of the primary key per hash whatever the table holds; the join of an unnest against the table it
+ * replaces was planned as a sequential scan of billing_cache until the table held about 150,000
+ * keys (the planner costs the join, not the probe), and every early check read the whole table.
+ * test/storage/pg-billing-plan.test.ts checks the plan at 0, 10,000 and many keys.
+ */
+export const BILLED_HASHES = `SELECT key_hash AS h FROM billing_cache
+  WHERE account_seq = $1 AND kind = $2 AND key_hash = ANY($3::bytea[]) AND charged_at > $4`;
+
+/** The keys whose hashes came back from BILLED_HASHES. */
+export function keysOfHashes(keys: readonly string[], hashes: readonly Buffer[], rows: readonly { h: Buffer }[]): Set<string> {
+  const billed = new Set<string>();
+  if (rows.length === 0) return billed;
+  const byHash = new Map<string, string>();
+  hashes.forEach((h, i) => byHash.set(h.toString('hex'), keys[i]!));
+  for (const { h } of rows) {
+    const key = byHash.get(h.toString('hex'));
+    if (key !== undefined) billed.add(key);
+  }
+  return billed;
+}
+
+/**
+ * Per kind index, which of its keys the account paid for after `since`: one BILLED_HASHES probe
+ * per kind that has keys (a job has one to three kinds).
  */
 export async function billedAfter(
   tx: PgQueryable,
@@ -45,27 +68,16 @@ export async function billedAfter(
   keys: readonly (readonly string[])[],
   since: number,
 ): Promise<Set<string>[]> {
-  const pairKinds: string[] = [];
-  const pairHashes: Buffer[] = [];
-  const pairKeys: string[] = [];
-  const pairIndex: number[] = [];
-  kinds.forEach((kind, k) => {
-    for (const key of keys[k] ?? []) {
-      pairIndex.push(k);
-      pairKinds.push(kind);
-      pairHashes.push(names.hash(kind, key));
-      pairKeys.push(key);
+  const billed: Set<string>[] = [];
+  for (const [k, kind] of kinds.entries()) {
+    const kindKeys = keys[k] ?? [];
+    if (kindKeys.length === 0) {
+      billed.push(new Set());
+      continue;
     }
-  });
-  const billed = kinds.map(() => new Set<string>());
-  if (pairKeys.length > 0) {
-    const { rows } = await tx.query<{ i: number }>(
-      `SELECT t.i::int AS i FROM unnest($2::text[], $3::bytea[]) WITH ORDINALITY AS t(kind, key_hash, i)
-         JOIN billing_cache b ON b.account_seq = $1 AND b.kind = t.kind AND b.key_hash = t.key_hash
-        WHERE b.charged_at > $4`,
-      [accountSeq, pairKinds, pairHashes, since],
-    );
-    for (const { i } of rows) billed[pairIndex[i - 1]!]!.add(pairKeys[i - 1]!);
+    const hashes = kindKeys.map((key) => names.hash(kind, key));
+    const { rows } = await tx.query<{ h: Buffer }>(BILLED_HASHES, [accountSeq, kind, hashes, since]);
+    billed.push(keysOfHashes(kindKeys, hashes, rows));
   }
   return billed;
 }

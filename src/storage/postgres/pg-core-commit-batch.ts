@@ -4,6 +4,7 @@ import { JOB_STATUSES, PAUSE_REASONS } from '../job-states.js';
 import { chargeLedgerId } from '../ledger-ids.js';
 import { leaseLost } from '../lease-lost.js';
 import type { BatchCommit, BatchCommitResult, StoreHooks } from '../store.js';
+import { callCheckpoint } from './pg-core-checkpoint-call.js';
 import { billedAfter, debit, insertLedgerLine, lockAccount, recordBilled, spendable } from './pg-core-charges.js';
 import { moveLockedJob } from './pg-core-job-ends.js';
 import { lockJob } from './pg-core-rows.js';
@@ -25,11 +26,18 @@ class ChargesRefused extends Error {
  * `transition` and `reserve` respect, so no two of these wait on each other in a circle.
  */
 export async function commitBatch(db: PgDatabase, hooks: StoreHooks, names: BillingKeys, input: BatchCommit): Promise<BatchCommitResult> {
-  try {
-    return await db.transaction((tx) => commitIn(tx, hooks, names, input));
-  } catch (error) {
-    if (error instanceof ChargesRefused) return error.result;
-    if (!(error instanceof JobStopped)) throw error;
+  checkKeysOnce(input);
+  // Nearly every checkpoint is one call (pg-core-checkpoint-call.ts); one that may end or pause the
+  // job runs as the transaction below, which queues the job's events.
+  const fast = await callCheckpoint(db, names, input);
+  if (fast !== 'slow' && fast !== 'stopped') return fast;
+  if (fast === 'slow') {
+    try {
+      return await db.transaction((tx) => commitIn(tx, hooks, names, input));
+    } catch (error) {
+      if (error instanceof ChargesRefused) return error.result;
+      if (!(error instanceof JobStopped)) throw error;
+    }
   }
   // The job paused or was cancelled while the batch was in flight: nothing of it is written (a
   // resumed job redoes it, charged then), and the chunk's reservation goes.
@@ -104,6 +112,15 @@ async function commitIn(tx: PgQueryable, hooks: StoreHooks, names: BillingKeys, 
   return { ok: true, paused: true, failed: false };
 }
 
+/** A key listed twice in one kind would be charged twice: a bug of the caller's. */
+function checkKeysOnce(input: BatchCommit): void {
+  const { kinds, keys, batchId } = input.charges;
+  kinds.forEach((kind, k) => {
+    const given = keys[k] ?? [];
+    if (new Set(given).size !== given.length) throw new AppError(ERROR_CODES.internal, `batch ${batchId} of ${input.jobId} lists a ${kind} key twice`);
+  });
+}
+
 /**
  * The batch's charges, or ChargesRefused when a key was billed meanwhile (by another chunk or job
  * of the account) or the balance cannot cover them: the caller plans again with what is true now.
@@ -111,10 +128,6 @@ async function commitIn(tx: PgQueryable, hooks: StoreHooks, names: BillingKeys, 
  */
 async function charge(tx: PgQueryable, names: BillingKeys, input: BatchCommit): Promise<void> {
   const { kinds, keys, batchId, since } = input.charges;
-  kinds.forEach((kind, k) => {
-    const given = keys[k] ?? [];
-    if (new Set(given).size !== given.length) throw new AppError(ERROR_CODES.internal, `batch ${batchId} of ${input.jobId} lists a ${kind} key twice`);
-  });
   const total = kinds.reduce((n, _, k) => n + (keys[k]?.length ?? 0), 0);
   if (total === 0) return;
   const account = await lockAccount(tx, input.accountId);
