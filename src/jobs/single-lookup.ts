@@ -6,14 +6,16 @@ import type { OutboxEvent } from '../storage/records.js';
 import type { LookupCharge } from '../storage/store.js';
 import { WEBHOOK_EVENTS } from '../webhooks/webhook-store.js';
 import type { EngineDeps } from './engine-deps.js';
-import { lookupBatch } from './lookup-batch.js';
+import { lookupBatch, type LookupBatchOptions } from './lookup-batch.js';
+import type { LookupOutcome } from '../lookups/lookup-provider.js';
 
 export type SingleLookup<R> =
   | { ok: true; key: string; result: R; credits: number; cached: boolean }
   | { ok: false; reason: 'invalid'; code: string }
   | { ok: false; reason: 'insufficient_credits' }
   | { ok: false; reason: 'unavailable' }
-  | { ok: false; reason: 'failed'; code: string };
+  /** `outcome`: the provider's failure as given, for a route that shows more than its code (validity's `retry_after`). */
+  | { ok: false; reason: 'failed'; code: string; outcome?: LookupOutcome<unknown> };
 
 /**
  * Per call, at a price the answer sets (the company search: 1 credit per result returned).
@@ -39,6 +41,8 @@ export async function singleLookup<R>(
    * answer sets; else (`repeat_free`) repeats in the window are free.
    */
   billing: 'repeat_free' | 'per_call' | PricedCall<R> = 'repeat_free',
+  /** A deadline (`signal`) and fewer tries, for an endpoint that must answer in time. */
+  tries: Pick<LookupBatchOptions, 'signal' | 'attempts' | 'backoffMs'> = {},
 ): Promise<SingleLookup<R>> {
   const normalised = pipeline.normalise(raw);
   if (!normalised.ok) return { ok: false, reason: 'invalid', code: normalised.code };
@@ -54,10 +58,10 @@ export async function singleLookup<R>(
   const cached = provider.answersLocally ? undefined : (await deps.results.getMany<R>(kind, [key], since)).get(key);
   let result = cached;
   if (result === undefined) {
-    const outcome = (await lookupBatch([key], { accountId, provider, limiters: deps.limiters })).get(key)!;
+    const outcome = (await lookupBatch([key], { accountId, provider, limiters: deps.limiters, ...tries })).get(key)!;
     if (!outcome.ok) {
       // A provider that is down is "temporarily unavailable" (503), not a failed lookup (502).
-      return outcome.code === ERROR_CODES.providerUnavailable ? { ok: false, reason: 'unavailable' } : { ok: false, reason: 'failed', code: outcome.code };
+      return outcome.code === ERROR_CODES.providerUnavailable ? { ok: false, reason: 'unavailable' } : { ok: false, reason: 'failed', code: outcome.code, outcome };
     }
     result = outcome.result as R;
   }

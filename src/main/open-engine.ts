@@ -18,6 +18,8 @@ import { Limiters } from '../lookups/limiters.js';
 import { SlotHolder } from '../lookups/shared-semaphore.js';
 import { EmbeddedBreachIndex, PHONE_BREACHES_KIND } from '../lookups/phone/embedded-breach-index.js';
 import { EMAIL_BREACHES_KIND, EmbeddedEmailBreachIndex } from '../lookups/email/embedded-email-breach-index.js';
+import { VALIDITY_KIND } from '../lookups/validity/validity-result.js';
+import { openValidityVerifier } from './open-validity.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
 import { CircuitBreaker } from '../lookups/remote/circuit-breaker.js';
 import { RemoteLookupProvider } from '../lookups/remote/remote-provider.js';
@@ -65,6 +67,8 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   countDatabaseErrors(store, metrics);
   const { objects, close: closeObjects } = await openObjectStore(config, log, metrics);
   const { providers, remotes } = openProviders(config, store);
+  // Its own holder of store slots (per MX host); it renews only while a session holds a slot.
+  providers.set(VALIDITY_KIND, openValidityVerifier(config, clock, new SlotHolder(store.limits, clock)));
   const deps: EngineDeps = {
     store,
     jobs: store.jobs,

@@ -32,6 +32,7 @@ const OPERATIONS = [
   'POST /api/email/gender',
   'POST /api/lookup/email/gender',
   'POST /api/lookup/email/breaches',
+  'POST /api/lookup/email/validity',
   'POST /api/webhooks',
   'GET /api/webhooks',
   'PUT /api/webhooks',

@@ -69,6 +69,15 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   webhookTimeoutMs: (c) => c.webhooks.attemptTimeoutMs,
   telegramApiUrl: (c) => c.webhooks.telegramApiUrl,
   webhookSender: (c) => c.webhooks.runSender,
+  dnsServers: (c) => c.validity.dnsServers,
+  smtpPort: (c) => c.validity.smtpPort,
+  smtpHelo: (c) => c.validity.helo,
+  smtpMailFrom: (c) => c.validity.mailFrom,
+  smtpProbe: (c) => (c.validity.probe ? 'on' : 'off'),
+  smtpTimeoutMs: (c) => c.validity.timeoutMs,
+  smtpHostConcurrency: (c) => c.validity.hostConcurrency,
+  smtpAllowPrivate: (c) => c.validity.allowPrivate,
+  validityDeadlineMs: (c) => c.validity.deadlineMs,
 };
 
 const settings = Object.entries(SETTINGS) as [keyof typeof SETTINGS, (typeof SETTINGS)[keyof typeof SETTINGS]][];

@@ -91,12 +91,17 @@ export class ValidityVerifier implements LookupProvider<ValidityResult> {
   ): Promise<Map<string, LookupOutcome<ValidityResult>>> {
     const out = new Map<string, LookupOutcome<ValidityResult>>();
     const checked: ValidityStep[] = [VALIDITY_STEPS.syntax, VALIDITY_STEPS.dns];
-    const mx = await mxStep(this.options.resolver, domain, signal);
+    // Past the deadline nothing is asked: a new attempt after it would only connect to be cut off.
+    const mx = signal?.aborted ? ({ kind: 'aborted' } as const) : await mxStep(this.options.resolver, domain, signal);
     const base = (item: (typeof items)[number]): ValidityResult => ({ ...blank(item.address), canonical: item.canonical, flags: flagsOf(item.local, domain), checked: [...checked] });
     const settle = (item: (typeof items)[number], verdict: Verdict, extra: Partial<ValidityResult> = {}): void => {
       const result: ValidityResult = { ...base(item), ...extra, ...verdict };
       out.set(item.key, TRANSIENT_REASONS.has(verdict.reason) ? transient(result) : { ok: true, result });
     };
+    if (mx.kind === 'aborted') {
+      for (const item of items) settle(item, { status: VALIDITY_STATUSES.unknown, reason: VALIDITY_REASONS.timeout });
+      return out;
+    }
     if (mx.kind !== 'hosts') {
       const reason =
         mx.kind === 'nxdomain' ? VALIDITY_REASONS.invalidDomain : mx.kind === 'null_mx' ? VALIDITY_REASONS.nullMx : mx.kind === 'no_mx' ? VALIDITY_REASONS.noMx : VALIDITY_REASONS.dnsUnavailable;
