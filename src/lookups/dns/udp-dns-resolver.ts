@@ -96,7 +96,7 @@ function toAnswer(packet: dnsPacket.DecodedPacket & { rcode?: string }, type: Dn
     }
   }
   const soa = packet.authorities?.find((a) => a.type === 'SOA');
-  const negative = soa && soa.type === 'SOA' ? Math.min(soa.ttl ?? NEGATIVE_TTL_S, soa.data.minimum) : NEGATIVE_TTL_S;
+  const negative = soa && soa.type === 'SOA' ? Math.min(soa.ttl ?? NEGATIVE_TTL_S, soa.data.minimum ?? NEGATIVE_TTL_S) : NEGATIVE_TTL_S;
   const ttl = records.length > 0 ? Math.min(...records.map((r) => r.ttl)) : rcode === DNS_RCODES.noError || rcode === DNS_RCODES.nxDomain ? negative : 0;
   return { rcode, records, ttl };
 }
