@@ -31,6 +31,7 @@ export const validityPipeline: Pipeline<ValidityResult> = {
   keyAliases: EMAIL_ALIASES,
   headerless: true,
   normalise: normaliseForValidity,
+  deferFailures: true,
   // `validity`, not `status`: the engine's own `status` column says whether the row was looked up.
   resultColumns: ['validity', 'validity_reason', 'disposable', 'role_account', 'free_provider', 'catch_all', 'mx_host', 'smtp_code'],
   resultCells(result: ValidityResult): string[] {

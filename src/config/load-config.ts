@@ -124,6 +124,8 @@ export interface JobLimits {
   readonly pollMs: number;
   readonly providerRetrySeconds: number;
   readonly accountRunningJobs: number;
+  /** First wait before a deferred pass over rows that failed for the moment (greylisting); doubled per pass. */
+  readonly deferRetryMs: number;
 }
 
 interface Setting<T> {
@@ -214,6 +216,7 @@ export const SETTINGS = {
   smtpTimeoutMs: int('SLUICE_SMTP_TIMEOUT_MS', 10_000, 100, 600_000, 'Time the email verifier allows for a connection to an MX host and for each of its replies.'),
   smtpHostConcurrency: int('SLUICE_SMTP_HOST_CONCURRENCY', 2, 1, 1_000, 'SMTP sessions to one MX host at once, across every process and machine on the store.'),
   smtpAllowPrivate: bool('SLUICE_SMTP_ALLOW_PRIVATE', false, 'For tests only: lets the email verifier connect to MX hosts on loopback or private addresses. Off, an MX that resolves to such an address is never connected to (reason `blocked_address`).'),
+  deferRetryMs: int('SLUICE_DEFER_RETRY_MS', 60_000, 10, 86_400_000, 'Rows a lookup could not settle for the moment (email validity: greylisting, a time-out, no mail server reachable) are tried again in a later pass of their chunk, without holding a worker: the first after this long, each next one after twice the wait before, 4 passes in all; what is still unsettled then stays an uncharged `error` row.'),
   validityDeadlineMs: int('SLUICE_VALIDITY_DEADLINE_MS', 15_000, 100, 600_000, 'How long `POST /api/lookup/email/validity` works on an address; what is not settled by then is answered `unknown` with `retry_after`, free.'),
 } as const;
 
@@ -258,6 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pollMs: read(s.pollMs),
       providerRetrySeconds: read(s.providerRetrySeconds),
       accountRunningJobs: read(s.accountRunningJobs),
+      deferRetryMs: read(s.deferRetryMs),
     },
     billing: { repeatFreeDays: read(s.repeatFreeDays), defaultAccountCredits: read(s.defaultAccountCredits) },
     retentionDays: read(s.retentionDays),

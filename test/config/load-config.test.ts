@@ -78,6 +78,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   smtpHostConcurrency: (c) => c.validity.hostConcurrency,
   smtpAllowPrivate: (c) => c.validity.allowPrivate,
   validityDeadlineMs: (c) => c.validity.deadlineMs,
+  deferRetryMs: (c) => c.jobs.deferRetryMs,
 };
 
 const settings = Object.entries(SETTINGS) as [keyof typeof SETTINGS, (typeof SETTINGS)[keyof typeof SETTINGS]][];

@@ -17,7 +17,7 @@ export interface MailWorld {
   stop(): Promise<void>;
 }
 
-/** Domains: ok.test (users alice, bob, carol), grey.test (greylists, user dan), catchall.test, down.test (421). */
+/** Domains: ok.test (users alice, bob, carol), grey.test (greylists, user dan), catchall.test, down.test (421), stuck.test (greylists for ever). */
 export async function startMailWorld(options: { greylist?: SmtpFakeBehaviour; timeoutMs?: number } = {}): Promise<MailWorld> {
   const dns = new DnsFake();
   const server = await dns.start();
@@ -27,6 +27,7 @@ export async function startMailWorld(options: { greylist?: SmtpFakeBehaviour; ti
     'grey.test': ['127.0.0.22', { users: ['dan'], greylist: true, ...options.greylist }],
     'catchall.test': ['127.0.0.23', { catchAll: true }],
     'down.test': ['127.0.0.24', { busy: true }],
+    'stuck.test': ['127.0.0.25', { users: ['sam'], greylist: true, greylistForever: true }],
   };
   const hosts: Record<string, SmtpFake> = {};
   for (const [domain, [ip, behaviour]] of Object.entries(specs)) {

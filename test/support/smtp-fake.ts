@@ -12,6 +12,8 @@ export interface SmtpFakeBehaviour {
   replies?: Record<string, [number, string]>;
   /** Greylist: the first RCPT of each recipient gets 451 4.7.1; any later one within the cap is judged normally. */
   greylist?: boolean;
+  /** With `greylist`: never let anyone through (a server that greylists past every retry). */
+  greylistForever?: boolean;
   /** Wait this long before the 220 banner. */
   bannerDelayMs?: number;
   /** Answer 421 at connect. */
@@ -73,7 +75,7 @@ export class SmtpFake {
           else done();
         };
         if (b.maxRecipients !== undefined && session.envelope.rcptTo.length >= b.maxRecipients) return reply(452, '4.5.3 Too many recipients');
-        if (b.greylist && !this.greylisted.has(rcpt)) {
+        if (b.greylist && (b.greylistForever || !this.greylisted.has(rcpt))) {
           this.greylisted.add(rcpt);
           return reply(451, '4.7.1 Greylisted, please try again later');
         }

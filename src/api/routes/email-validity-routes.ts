@@ -8,8 +8,6 @@ import { keyAuth } from '../authenticate.js';
 import { httpError } from '../errors.js';
 
 const DEFAULT_DEADLINE_MS = 15_000;
-/** Tries within the deadline: a greylisting server wants the same triplet again after a pause. */
-const SINGLE_ATTEMPTS = 4;
 /**
  * Seconds to wait before asking again, by transient reason: greylisting servers (postgrey's default
  * delay is 300 s) let the same triplet through after minutes; a time-out or an unreachable host may
@@ -112,7 +110,7 @@ export async function emailValidityRoutes(app: FastifyInstance, deps: ApiDeps): 
       const email = request.body.email;
       if (typeof email !== 'string') throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: email is required');
       const deadline = AbortSignal.timeout(deps.settings.validityDeadlineMs ?? DEFAULT_DEADLINE_MS);
-      const answer = await singleLookup(deps.engine, validityPipeline, request.caller!.accountId, email, 'repeat_free', { signal: deadline, attempts: SINGLE_ATTEMPTS, backoffMs: 500 });
+      const answer = await singleLookup(deps.engine, validityPipeline, request.caller!.accountId, email, 'repeat_free', { signal: deadline });
       if (answer.ok) return respond(answer.result, answer.credits, answer.cached);
       switch (answer.reason) {
         case 'invalid':

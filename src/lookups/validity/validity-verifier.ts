@@ -33,10 +33,15 @@ export interface ValidityVerifierOptions {
   randomLocal?: () => string;
 }
 
-/** A transient answer's outcome: the row is tried again later and, until it resolves, never charged or cached. */
+/**
+ * A transient answer's outcome: never charged or cached. Not `retryable` for lookupBatch: trying
+ * again within seconds does not get past a greylisting server (it wants minutes) and would hold the
+ * worker for nothing; a bulk job defers the row to a later pass of its chunk instead
+ * (Pipeline.deferFailures), and the single endpoint answers `unknown` with `retry_after`.
+ */
 export interface TransientFailure {
   ok: false;
-  retryable: true;
+  retryable: false;
   code: string;
   message: string;
   /** The answer as it stood, for the single endpoint to show with `retry_after`. */
@@ -167,5 +172,5 @@ function blank(email: string): ValidityResult {
 
 function transient(result: ValidityResult): TransientFailure {
   const evidence = result.smtp ? ` (${result.smtp.host}: ${result.smtp.code ?? '-'} ${result.smtp.text})` : '';
-  return { ok: false, retryable: true, code: result.reason, message: `${result.email}: ${result.reason}${evidence}`.slice(0, 400), partial: result };
+  return { ok: false, retryable: false, code: result.reason, message: `${result.email}: ${result.reason}${evidence}`.slice(0, 400), partial: result };
 }
