@@ -38,6 +38,9 @@ export class SmtpFake {
   sessions = 0;
   rcpts: string[] = [];
   dataAttempts = 0;
+  /** Connections open now, and the most at once: what a per-host limit must keep down. */
+  active = 0;
+  peakActive = 0;
   private server: SMTPServer | undefined;
   private readonly greylisted = new Set<string>();
   private readonly sockets = new Map<number, net.Socket>();
@@ -97,7 +100,12 @@ export class SmtpFake {
     inner.on('connection', (socket: net.Socket) => {
       const remote = socket.remotePort!;
       this.sockets.set(remote, socket);
-      socket.once('close', () => this.sockets.delete(remote));
+      this.active++;
+      this.peakActive = Math.max(this.peakActive, this.active);
+      socket.once('close', () => {
+        this.active--;
+        this.sockets.delete(remote);
+      });
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

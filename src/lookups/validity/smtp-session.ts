@@ -120,9 +120,24 @@ export class SmtpSession {
     return this.command('RSET');
   }
 
-  /** Says goodbye politely and closes; never throws. */
+  /**
+   * Says goodbye politely and waits for the connection to be gone, so that a per-host slot given
+   * back after this is never one whose connection the server still counts; never throws.
+   */
   async quit(): Promise<void> {
     if (!this.closed) await this.command('QUIT').catch(() => undefined);
+    const socket = this.socket;
+    if (!socket.destroyed) {
+      const gone = new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.options.timeoutMs);
+        socket.once('close', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      socket.end();
+      await gone;
+    }
     this.close();
   }
 
