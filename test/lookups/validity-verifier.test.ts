@@ -50,6 +50,7 @@ beforeAll(async () => {
   secondary = await mailHost('127.0.0.11', { users: ['henry'] });
   yahoo = await mailHost('127.0.0.12', { catchAll: true });
   zone('ok.test', 'mx.ok.test', '127.0.0.2');
+  dns.set('ok2.test', { mx: [{ preference: 10, exchange: 'mx.ok.test' }] });
   zone('catchall.test', 'mx.catchall.test', '127.0.0.3');
   zone('grey.test', 'mx.grey.test', '127.0.0.4');
   zone('slow.test', 'mx.slow.test', '127.0.0.5');
@@ -127,6 +128,17 @@ describe('email verification against loopback DNS and SMTP servers', () => {
     const before = ok.sessions;
     const outcomes = await verifier().lookup(['a1@ok.test', 'a2@ok.test', 'a3@ok.test', 'a4@ok.test', 'a5@ok.test', 'nobody@ok.test']);
     expect(outcomes.map((o) => o.ok && o.result.status)).toEqual(['valid', 'valid', 'valid', 'valid', 'valid', 'invalid']);
+    expect(ok.sessions - before).toBe(1);
+  });
+
+  it('domains served by one MX host share one session, each with its own catch-all probe', async () => {
+    const before = ok.sessions;
+    const outcomes = await verifier().lookup(['a1@ok.test', 'a1@ok2.test', 'nobody2@ok2.test']);
+    expect(outcomes.map((o) => o.ok && [o.result.reason, o.result.catch_all])).toEqual([
+      ['accepted', false],
+      ['accepted', false],
+      ['mailbox_not_found', false],
+    ]);
     expect(ok.sessions - before).toBe(1);
   });
 

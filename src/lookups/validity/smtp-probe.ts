@@ -33,38 +33,69 @@ export type AddressProbe =
   /** No host could be asked: the transient reason and what was seen last. */
   | { kind: 'unreachable'; reason: 'timeout' | 'smtp_unavailable' | 'blocked_address'; evidence: SmtpEvidence | null };
 
-export interface DomainProbe {
-  addresses: Map<string, AddressProbe>;
-  catchAll: boolean | null;
+/** A domain's addresses and its MX hosts in preference order. */
+export interface ProbeTarget {
+  domain: string;
+  hosts: readonly string[];
+  addresses: readonly string[];
 }
 
-/** New sessions one host gets for the rest of a list after 452 4.5.3 or a 421 in the middle. */
+export interface ProbeResult {
+  addresses: Map<string, AddressProbe>;
+  /** Per domain: catch-all (true), not (false), or not known (null). */
+  catchAll: Map<string, boolean | null>;
+  /** Domains whose catch-all probe this batch has made, whatever it said: one per domain per batch. */
+  catchAllProbed: Set<string>;
+}
+
+/** New sessions one host gets for the rest of a list after 452 4.5.3 or a drop in the middle. */
 const MAX_SESSIONS_PER_HOST = 20;
 
+type HostFailure = { reason: 'timeout' | 'smtp_unavailable' | 'blocked_address'; evidence: SmtpEvidence | null };
+type Item = { domain: string; address: string };
+
 /**
- * The SMTP step for several addresses of one domain: MX hosts in preference order, the next host
- * only when one could not be asked at all (refused, silent, 421 at the banner, dropped): a host
- * that answered RCPT has spoken for the domain, including with a 4xx. On one host the addresses
- * share one session, and a new one opens when the server has had enough recipients (452 4.5.3).
+ * The SMTP step for a batch: addresses go to their domains' MX hosts in preference order, and the
+ * addresses of every domain that shares a host share one session to it (one MAIL FROM, then the
+ * catch-all probe of each new domain and each address's RCPT TO): hosting providers serve
+ * thousands of domains from a few hosts, and a session per domain would cost each address a
+ * banner, an EHLO and a MAIL FROM. A domain goes to its next host only when its host could not be
+ * asked at all (refused, silent, 421 at the banner, dropped): a host that answered RCPT has spoken
+ * for the domain, 4xx included. A 452 4.5.3 (too many recipients) opens a new session for the rest.
  */
-export async function probeDomain(options: SmtpProbeOptions, domain: string, hosts: readonly string[], addresses: readonly string[], signal?: AbortSignal): Promise<DomainProbe> {
-  const result: DomainProbe = { addresses: new Map(), catchAll: options.catchAll.get(domain) ?? null };
-  let pending = [...addresses];
-  let last: { reason: 'timeout' | 'smtp_unavailable' | 'blocked_address'; evidence: SmtpEvidence | null } = { reason: 'smtp_unavailable', evidence: null };
-  for (const host of hosts) {
-    if (pending.length === 0 || signal?.aborted) break;
-    const outcome = await options.hostLimiter.run(host, () => probeHost(options, domain, host, pending, result, signal));
-    pending = pending.filter((a) => !result.addresses.has(a));
-    if (outcome !== undefined) last = outcome;
+export async function probeTargets(options: SmtpProbeOptions, targets: readonly ProbeTarget[], signal?: AbortSignal): Promise<ProbeResult> {
+  const result: ProbeResult = { addresses: new Map(), catchAll: new Map(targets.map((t) => [t.domain, options.catchAll.get(t.domain) ?? null])), catchAllProbed: new Set() };
+  const failures = new Map<string, HostFailure>();
+  for (let rank = 0; !signal?.aborted; rank++) {
+    const byHost = new Map<string, Item[]>();
+    for (const target of targets) {
+      const host = target.hosts[rank];
+      if (host === undefined) continue;
+      for (const address of target.addresses) {
+        if (result.addresses.has(address)) continue;
+        const items = byHost.get(host) ?? [];
+        items.push({ domain: target.domain, address });
+        byHost.set(host, items);
+      }
+    }
+    if (byHost.size === 0) break;
+    await Promise.all(
+      [...byHost].map(async ([host, items]) => {
+        items.sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
+        const failure = await options.hostLimiter.run(host, () => probeHost(options, host, items, result, signal));
+        if (failure) for (const item of items) if (!result.addresses.has(item.address)) failures.set(item.domain, failure);
+      }),
+    );
   }
-  for (const address of pending) result.addresses.set(address, { kind: 'unreachable', ...last });
+  for (const target of targets) {
+    const last = failures.get(target.domain) ?? { reason: 'smtp_unavailable' as const, evidence: null };
+    for (const address of target.addresses) if (!result.addresses.has(address)) result.addresses.set(address, { kind: 'unreachable', ...last });
+  }
   return result;
 }
 
-type HostFailure = { reason: 'timeout' | 'smtp_unavailable' | 'blocked_address'; evidence: SmtpEvidence | null };
-
-/** Asks one MX host about `pending`, filling `result`; returns why it could not finish, if it could not. */
-async function probeHost(options: SmtpProbeOptions, domain: string, host: string, pending: readonly string[], result: DomainProbe, signal?: AbortSignal): Promise<HostFailure | undefined> {
+/** Asks one MX host about `items`, filling `result`; returns why it could not finish, if it could not. */
+async function probeHost(options: SmtpProbeOptions, host: string, items: readonly Item[], result: ProbeResult, signal?: AbortSignal): Promise<HostFailure | undefined> {
   const { addresses, transient } = await hostAddresses(options.resolver, host, signal);
   if (addresses.length === 0) return { reason: transient ? 'timeout' : 'smtp_unavailable', evidence: null };
   // The address policy on every address an MX resolves to: an MX that points into a private network
@@ -72,24 +103,16 @@ async function probeHost(options: SmtpProbeOptions, domain: string, host: string
   const allowed = options.allowPrivate ? addresses : addresses.filter((a) => options.blockedReason(a) === undefined);
   if (allowed.length === 0) return { reason: 'blocked_address', evidence: { host, code: null, enhanced_code: null, text: `${host} resolves only to non-public addresses`, tls: null } };
   let failure: HostFailure | undefined;
-  for (const address of allowed) {
-    failure = await probeAddress(options, domain, host, address, pending, result, signal);
-    if (failure === undefined) return undefined;
-    if (pending.every((a) => result.addresses.has(a))) return undefined;
+  for (const ip of allowed) {
+    failure = await probeAddress(options, host, ip, items, result, signal);
+    if (failure === undefined || items.every((i) => result.addresses.has(i.address))) return undefined;
   }
   return failure;
 }
 
-async function probeAddress(
-  options: SmtpProbeOptions,
-  domain: string,
-  host: string,
-  ip: string,
-  pending: readonly string[],
-  result: DomainProbe,
-  signal?: AbortSignal,
-): Promise<HostFailure | undefined> {
-  let todo = pending.filter((a) => !result.addresses.has(a));
+async function probeAddress(options: SmtpProbeOptions, host: string, ip: string, items: readonly Item[], result: ProbeResult, signal?: AbortSignal): Promise<HostFailure | undefined> {
+  let todo = items.filter((i) => !result.addresses.has(i.address));
+  const started = todo.length;
   for (let sessions = 0; todo.length > 0 && sessions < MAX_SESSIONS_PER_HOST; sessions++) {
     let session: SmtpSession | undefined;
     try {
@@ -101,39 +124,44 @@ async function probeAddress(
       if (from.code !== 250) {
         // MAIL FROM refused: every address gets the server's word, as a temporary or a policy answer.
         const answer: RcptAnswer = from.code >= 400 && from.code < 500 ? { kind: 'temporary' } : classifyRcpt(from);
-        for (const a of todo) result.addresses.set(a, { kind: 'answered', answer: answer.kind === 'accepted' ? { kind: 'temporary' } : answer, evidence: evidenceOf(host, from, session.tls) });
+        for (const i of todo) result.addresses.set(i.address, { kind: 'answered', answer: answer.kind === 'accepted' ? { kind: 'temporary' } : answer, evidence: evidenceOf(host, from, session.tls) });
         await session.quit();
         return undefined;
       }
-      if (result.catchAll === null && todo.some((a) => !result.addresses.has(a))) {
-        const probe = classifyRcpt(await session.rcptTo(`${(options.randomLocal ?? randomLocal)()}@${domain}`));
-        if (probe.kind === 'accepted') result.catchAll = true;
-        else if (probe.kind === 'rejected') result.catchAll = false;
-        if (result.catchAll !== null) options.catchAll.set(domain, result.catchAll);
-      }
       let full = false;
-      for (const address of todo) {
-        const reply = await session.rcptTo(address);
+      for (const item of todo) {
+        if (result.catchAll.get(item.domain) === null && !result.catchAllProbed.has(item.domain)) {
+          const probe = classifyRcpt(await session.rcptTo(`${(options.randomLocal ?? randomLocal)()}@${item.domain}`));
+          if (probe.kind === 'too_many_recipients') {
+            full = true;
+            break;
+          }
+          // A 4xx is not kept in the cache: a later batch asks again.
+          result.catchAllProbed.add(item.domain);
+          const catchAll = probe.kind === 'accepted' ? true : probe.kind === 'rejected' ? false : null;
+          result.catchAll.set(item.domain, catchAll);
+          if (catchAll !== null) options.catchAll.set(item.domain, catchAll);
+        }
+        const reply = await session.rcptTo(item.address);
         const answer = classifyRcpt(reply);
         if (answer.kind === 'too_many_recipients') {
           full = true;
           break;
         }
-        result.addresses.set(address, { kind: 'answered', answer, evidence: evidenceOf(host, reply, session.tls) });
+        result.addresses.set(item.address, { kind: 'answered', answer, evidence: evidenceOf(host, reply, session.tls) });
       }
       await session.quit();
-      todo = todo.filter((a) => !result.addresses.has(a));
+      todo = todo.filter((i) => !result.addresses.has(i.address));
       if (!full) return undefined;
     } catch (e: unknown) {
       session?.close();
       if (!(e instanceof SmtpConnectionError)) throw e;
       const reason = e.failure === SMTP_FAILURES.timeout ? 'timeout' : 'smtp_unavailable';
       const evidence = { host, code: null, enhanced_code: null, text: e.message, tls: session?.tls ?? null };
-      todo = todo.filter((a) => !result.addresses.has(a));
-      // A host that answered some addresses and then dropped gets one more session for the rest;
+      todo = todo.filter((i) => !result.addresses.has(i.address));
+      // A host that answered some addresses and then dropped gets another session for the rest;
       // one that failed before any answer is passed over for the next address or MX host.
-      if (todo.length === pending.length) return { reason, evidence };
-      if (sessions + 1 >= MAX_SESSIONS_PER_HOST) return { reason, evidence };
+      if (todo.length === started) return { reason, evidence };
     }
   }
   return todo.length === 0 ? undefined : { reason: 'smtp_unavailable', evidence: null };

@@ -6,9 +6,9 @@ import { flagsOf } from './flags.js';
 import { LocalHostLimiter, type HostLimiter } from './host-limiter.js';
 import { mxStep } from './mx-step.js';
 import { providerRuleFor, PROVIDER_RULES, type ProviderRule } from './provider-rules.js';
-import { probeDomain } from './smtp-probe.js';
+import { probeTargets, type ProbeTarget, type SmtpProbeOptions } from './smtp-probe.js';
 import { checkSyntax } from './syntax.js';
-import { TRANSIENT_REASONS, VALIDITY_KIND, VALIDITY_REASONS, VALIDITY_STATUSES, VALIDITY_STEPS, type ValidityResult, type ValidityStep } from './validity-result.js';
+import { TRANSIENT_REASONS, VALIDITY_KIND, VALIDITY_REASONS, VALIDITY_STATUSES, VALIDITY_STEPS, type ValidityFlags, type ValidityResult, type ValidityStep } from './validity-result.js';
 import { smtpVerdict, unprobedVerdict, type Verdict } from './verdict.js';
 
 export interface ValidityVerifierOptions {
@@ -50,8 +50,8 @@ export interface TransientFailure {
 
 /**
  * Email verification as an embedded lookup provider (issue 26): syntax, DNS, flags, SMTP, each
- * its own step with its own section of the answer. Addresses of one batch are grouped by domain,
- * so that one DNS answer, one catch-all probe and one SMTP session serve all of a domain's addresses.
+ * its own step with its own section of the answer. Addresses of one batch are grouped by domain
+ * (one DNS answer, one catch-all probe) and by MX host (one SMTP session for every domain it serves).
  */
 export class ValidityVerifier implements LookupProvider<ValidityResult> {
   readonly kind = VALIDITY_KIND;
@@ -70,7 +70,7 @@ export class ValidityVerifier implements LookupProvider<ValidityResult> {
 
   async lookup(keys: readonly string[], signal?: AbortSignal): Promise<LookupOutcome<ValidityResult>[]> {
     const outcomes = new Map<string, LookupOutcome<ValidityResult>>();
-    const byDomain = new Map<string, { key: string; local: string; address: string; canonical: string | null }[]>();
+    const byDomain = new Map<string, Item[]>();
     for (const key of keys) {
       const syntax = checkSyntax(key);
       if (!syntax.ok) {
@@ -78,81 +78,85 @@ export class ValidityVerifier implements LookupProvider<ValidityResult> {
         continue;
       }
       const list = byDomain.get(syntax.domain) ?? [];
-      list.push({ key, local: syntax.local, address: syntax.address, canonical: syntax.canonical });
+      list.push({ key, local: syntax.local, address: syntax.address, canonical: syntax.canonical, flags: flagsOf(syntax.local, syntax.domain) });
       byDomain.set(syntax.domain, list);
     }
+    const settle = (item: Item, checked: ValidityStep[], verdict: Verdict, extra: Partial<ValidityResult> = {}): void => {
+      const result: ValidityResult = { ...blank(item.address), canonical: item.canonical, flags: item.flags, checked, ...extra, ...verdict };
+      outcomes.set(item.key, TRANSIENT_REASONS.has(verdict.reason) ? transient(result) : { ok: true, result });
+    };
+    // DNS for every domain at once; what DNS settles never reaches SMTP.
+    const targets: (ProbeTarget & { items: Item[] })[] = [];
     await Promise.all(
       [...byDomain].map(async ([domain, items]) => {
-        for (const [key, outcome] of await this.verifyDomain(domain, items, signal)) outcomes.set(key, outcome);
+        const dnsOnly: ValidityStep[] = [VALIDITY_STEPS.syntax, VALIDITY_STEPS.dns];
+        // Past the deadline nothing is asked: a new attempt after it would only connect to be cut off.
+        if (signal?.aborted) return items.forEach((item) => settle(item, dnsOnly, { status: VALIDITY_STATUSES.unknown, reason: VALIDITY_REASONS.timeout }));
+        const mx = await mxStep(this.options.resolver, domain, signal);
+        if (mx.kind !== 'hosts') {
+          const verdict = dnsVerdict(mx.kind);
+          return items.forEach((item) => settle(item, dnsOnly, verdict));
+        }
+        const flagged: ValidityStep[] = [...dnsOnly, VALIDITY_STEPS.flags];
+        // A disposable domain is not probed: its answer would change nothing, and its servers owe us nothing.
+        if (!this.options.probe || items.every((item) => item.flags.disposable)) {
+          return items.forEach((item) => settle(item, flagged, unprobedVerdict(item.flags), { mx: mx.hosts }));
+        }
+        targets.push({ domain, hosts: mx.hosts, addresses: items.map((i) => i.address), items });
       }),
     );
+    if (targets.length > 0) {
+      const probe = await probeTargets(this.probeOptions, targets, signal);
+      for (const target of targets) {
+        const catchAll = probe.catchAll.get(target.domain) ?? null;
+        const checked: ValidityStep[] = [VALIDITY_STEPS.syntax, VALIDITY_STEPS.dns, VALIDITY_STEPS.flags, VALIDITY_STEPS.smtp];
+        if (catchAll !== null) checked.push(VALIDITY_STEPS.catchAll);
+        for (const item of target.items) {
+          const answer = probe.addresses.get(item.address)!;
+          const rule = answer.kind === 'answered' ? providerRuleFor(answer.evidence.host, this.rules) : undefined;
+          settle(item, checked, smtpVerdict(answer, item.flags, catchAll, rule), { mx: [...target.hosts], smtp: answer.evidence, catch_all: catchAll });
+        }
+      }
+    }
     return keys.map((k) => outcomes.get(k)!);
   }
 
-  private async verifyDomain(
-    domain: string,
-    items: readonly { key: string; local: string; address: string; canonical: string | null }[],
-    signal?: AbortSignal,
-  ): Promise<Map<string, LookupOutcome<ValidityResult>>> {
-    const out = new Map<string, LookupOutcome<ValidityResult>>();
-    const checked: ValidityStep[] = [VALIDITY_STEPS.syntax, VALIDITY_STEPS.dns];
-    // Past the deadline nothing is asked: a new attempt after it would only connect to be cut off.
-    const mx = signal?.aborted ? ({ kind: 'aborted' } as const) : await mxStep(this.options.resolver, domain, signal);
-    const base = (item: (typeof items)[number]): ValidityResult => ({ ...blank(item.address), canonical: item.canonical, flags: flagsOf(item.local, domain), checked: [...checked] });
-    const settle = (item: (typeof items)[number], verdict: Verdict, extra: Partial<ValidityResult> = {}): void => {
-      const result: ValidityResult = { ...base(item), ...extra, ...verdict };
-      out.set(item.key, TRANSIENT_REASONS.has(verdict.reason) ? transient(result) : { ok: true, result });
+  private get probeOptions(): SmtpProbeOptions {
+    const o = this.options;
+    return {
+      resolver: o.resolver,
+      hostLimiter: this.hostLimiter,
+      catchAll: this.catchAll,
+      port: o.port,
+      helo: o.helo,
+      mailFrom: o.mailFrom,
+      timeoutMs: o.timeoutMs,
+      allowPrivate: o.allowPrivate,
+      blockedReason: o.blockedReason,
+      ...(o.onSession ? { onSession: o.onSession } : {}),
+      ...(o.randomLocal ? { randomLocal: o.randomLocal } : {}),
     };
-    if (mx.kind === 'aborted') {
-      for (const item of items) settle(item, { status: VALIDITY_STATUSES.unknown, reason: VALIDITY_REASONS.timeout });
-      return out;
-    }
-    if (mx.kind !== 'hosts') {
-      const reason =
-        mx.kind === 'nxdomain' ? VALIDITY_REASONS.invalidDomain : mx.kind === 'null_mx' ? VALIDITY_REASONS.nullMx : mx.kind === 'no_mx' ? VALIDITY_REASONS.noMx : VALIDITY_REASONS.dnsUnavailable;
-      const status = mx.kind === 'transient' ? VALIDITY_STATUSES.unknown : VALIDITY_STATUSES.invalid;
-      for (const item of items) settle(item, { status, reason });
-      return out;
-    }
-    checked.push(VALIDITY_STEPS.flags);
-    const flags = new Map(items.map((item) => [item.key, flagsOf(item.local, domain)]));
-    const disposableDomain = items.every((item) => flags.get(item.key)!.disposable);
-    // A disposable domain is not probed: its answer would change nothing, and its servers owe us nothing.
-    if (!this.options.probe || disposableDomain) {
-      for (const item of items) settle(item, unprobedVerdict(flags.get(item.key)!), { mx: mx.hosts });
-      return out;
-    }
-    checked.push(VALIDITY_STEPS.smtp);
-    const probe = await probeDomain(
-      {
-        resolver: this.options.resolver,
-        hostLimiter: this.hostLimiter,
-        catchAll: this.catchAll,
-        port: this.options.port,
-        helo: this.options.helo,
-        mailFrom: this.options.mailFrom,
-        timeoutMs: this.options.timeoutMs,
-        allowPrivate: this.options.allowPrivate,
-        blockedReason: this.options.blockedReason,
-        ...(this.options.onSession ? { onSession: this.options.onSession } : {}),
-        ...(this.options.randomLocal ? { randomLocal: this.options.randomLocal } : {}),
-      },
-      domain,
-      mx.hosts,
-      items.map((i) => i.address),
-      signal,
-    );
-    if (probe.catchAll !== null) checked.push(VALIDITY_STEPS.catchAll);
-    for (const item of items) {
-      const answer = probe.addresses.get(item.address)!;
-      const rule = answer.kind === 'answered' ? providerRuleFor(answer.evidence.host, this.rules) : undefined;
-      settle(item, smtpVerdict(answer, flags.get(item.key)!, probe.catchAll, rule), {
-        mx: mx.hosts,
-        smtp: answer.evidence,
-        catch_all: probe.catchAll,
-      });
-    }
-    return out;
+  }
+}
+
+interface Item {
+  key: string;
+  local: string;
+  address: string;
+  canonical: string | null;
+  flags: ValidityFlags;
+}
+
+function dnsVerdict(kind: 'nxdomain' | 'null_mx' | 'no_mx' | 'transient'): Verdict {
+  switch (kind) {
+    case 'nxdomain':
+      return { status: VALIDITY_STATUSES.invalid, reason: VALIDITY_REASONS.invalidDomain };
+    case 'null_mx':
+      return { status: VALIDITY_STATUSES.invalid, reason: VALIDITY_REASONS.nullMx };
+    case 'no_mx':
+      return { status: VALIDITY_STATUSES.invalid, reason: VALIDITY_REASONS.noMx };
+    case 'transient':
+      return { status: VALIDITY_STATUSES.unknown, reason: VALIDITY_REASONS.dnsUnavailable };
   }
 }
 
