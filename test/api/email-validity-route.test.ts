@@ -51,12 +51,12 @@ describe.each(TEST_STORES)('POST /api/lookup/email/validity on %s', (store) => {
   it('an address the deadline could not settle is unknown with retry_after, free and not cached; asked again later it is billed once', async () => {
     const h = await harness(store, { SLUICE_VALIDITY_DEADLINE_MS: '300' });
     const { id, key } = await newAccount(h, { credits: 5 });
-    const grey = await post(h, key, { email: 'dan@grey.test' });
+    const grey = await post(h, key, { email: `dan-${store}@grey.test` });
     expect(grey.statusCode, grey.body).toBe(200);
     expect(json(grey)).toMatchObject({ status: 'unknown', validity: 'unknown', reason: 'greylisted', credits: 0, cached: false, retry_after: 300, mx: ['mx.grey.test'] });
     expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(5);
     // The greylisting server now knows the triplet: the next ask settles it, and bills it.
-    const settled = json(await post(h, key, { email: 'dan@grey.test' }));
+    const settled = json(await post(h, key, { email: `dan-${store}@grey.test` }));
     expect(settled).toMatchObject({ status: 'valid', reason: 'accepted', credits: 1, cached: false });
     expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(4);
   });

@@ -85,7 +85,7 @@ describe.each(TEST_STORES)('bulk job type validity on %s', (store) => {
     const account = await e.deps.billing.createAccount({ id: 'acc', credits: 100, now: Date.now() });
     const dir = tempDir();
     const file = path.join(dir, 'in.csv');
-    const rows = ['email', 'dan@grey.test', ...Array.from({ length: 19 }, (_, i) => `user${i}@ok.test`)];
+    const rows = ['email', `dan-${store}@grey.test`, ...Array.from({ length: 19 }, (_, i) => `user${i}@ok.test`)];
     fs.writeFileSync(file, rows.join('\n'));
     const running = runJob(e, { file, type: 'validity', accountId: account.id, outDir: path.join(dir, 'out') });
     // While chunk 0 waits for its deferred pass, the one worker slot does chunk 1.
@@ -100,7 +100,7 @@ describe.each(TEST_STORES)('bulk job type validity on %s', (store) => {
     const run = await running;
     expect(run.summary.status).toBe('completed');
     const out = await resultRecords(fs.readFileSync(run.files.all!));
-    expect([out[0]!.email, out[0]!.validity, out[0]!.validity_reason, out[0]!.status, out[0]!.credits]).toEqual(['dan@grey.test', 'valid', 'accepted', 'ok', '1']);
+    expect([out[0]!.email, out[0]!.validity, out[0]!.validity_reason, out[0]!.status, out[0]!.credits]).toEqual([`dan-${store}@grey.test`, 'valid', 'accepted', 'ok', '1']);
     expect(run.summary.credits_used).toBe(20);
   });
 

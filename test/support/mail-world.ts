@@ -17,14 +17,14 @@ export interface MailWorld {
   stop(): Promise<void>;
 }
 
-/** Domains: ok.test (users alice, bob, carol), grey.test (greylists, user dan), catchall.test, down.test (421), stuck.test (greylists for ever). */
+/** Domains: ok.test (users alice, bob, carol), grey.test (greylists the first RCPT of each address; users dan, dan-sqlite, dan-postgres, so that each store's run meets a fresh greylist), catchall.test, down.test (421), stuck.test (greylists for ever). */
 export async function startMailWorld(options: { greylist?: SmtpFakeBehaviour; timeoutMs?: number } = {}): Promise<MailWorld> {
   const dns = new DnsFake();
   const server = await dns.start();
   const port = await freeLoopbackPort();
   const specs: Record<string, [string, SmtpFakeBehaviour]> = {
     'ok.test': ['127.0.0.21', { users: ['alice', 'bob', 'carol', 'info'] }],
-    'grey.test': ['127.0.0.22', { users: ['dan'], greylist: true, ...options.greylist }],
+    'grey.test': ['127.0.0.22', { users: ['dan', 'dan-sqlite', 'dan-postgres'], greylist: true, ...options.greylist }],
     'catchall.test': ['127.0.0.23', { catchAll: true }],
     'down.test': ['127.0.0.24', { busy: true }],
     'stuck.test': ['127.0.0.25', { users: ['sam'], greylist: true, greylistForever: true }],
