@@ -241,6 +241,13 @@ const rows: Row[] = [
   { name: 'email breaches: malformed JSON', method: 'POST', url: '/api/lookup/email/breaches', auth: 'key', body: '{"email":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
   { name: 'email breaches: no key', method: 'POST', url: '/api/lookup/email/breaches', auth: 'none', body: { email: 'maria@example.com' }, status: 401, error: 'Unauthorized' },
   { name: 'GET email breaches', method: 'GET', url: '/api/lookup/email/breaches', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  // Email validity (a malformed address is an answer, invalid_syntax, not an error)
+  { name: 'email validity: email missing', method: 'POST', url: '/api/lookup/email/validity', auth: 'key', body: {}, status: 422, error: INVALID_REQUEST },
+  { name: 'email validity: email a number', method: 'POST', url: '/api/lookup/email/validity', auth: 'key', body: { email: 7 }, status: 422, error: INVALID_REQUEST },
+  { name: 'email validity: two addresses', method: 'POST', url: '/api/lookup/email/validity', auth: 'key', body: { email: 'a@example.com, b@example.com' }, status: 400, error: 'Invalid email address' },
+  { name: 'email validity: malformed JSON', method: 'POST', url: '/api/lookup/email/validity', auth: 'key', body: '{"email":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'email validity: no key', method: 'POST', url: '/api/lookup/email/validity', auth: 'none', body: { email: 'maria@example.com' }, status: 401, error: 'Unauthorized' },
+  { name: 'GET email validity', method: 'GET', url: '/api/lookup/email/validity', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
   // Phone
   { name: 'agent phone: no query', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: {}, status: 400, error: /^query is required/ },
   { name: 'agent phone: a number without country code', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: { query: '030 1234567' }, status: 400, error: /^Invalid phone number/ },
