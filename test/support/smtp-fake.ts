@@ -47,7 +47,8 @@ export class SmtpFake {
 
   constructor(
     readonly address: string,
-    private readonly behaviour: SmtpFakeBehaviour = {},
+    /** Read at every command: a test may change it between runs (a mailbox that goes away). */
+    readonly behaviour: SmtpFakeBehaviour = {},
   ) {}
 
   async start(port: number): Promise<number> {
