@@ -4,6 +4,7 @@ import { emailBreachesPipeline } from './email-breaches.js';
 import { genderPipeline } from './gender.js';
 import { phoneBreachesPipeline } from './phone-breaches.js';
 import type { Pipeline } from './pipeline.js';
+import { validityPipeline } from './validity.js';
 
 /** Every job type, listed by hand so that adding one is a visible, reviewed change. */
 export const PIPELINES = {
@@ -11,6 +12,7 @@ export const PIPELINES = {
   phone_breaches: phoneBreachesPipeline,
   company: companyPipeline,
   email_breaches: emailBreachesPipeline,
+  validity: validityPipeline,
 } as const;
 
 export type JobType = keyof typeof PIPELINES;

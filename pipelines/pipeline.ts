@@ -32,6 +32,12 @@ export interface Pipeline<R = unknown> {
   resultCells(result: R): string[];
   /** Whether the row belongs in the `found` export. */
   isFound(result: R): boolean;
+  /**
+   * The lookup's failures are for the moment (a greylisting mail server): its chunk's failed rows
+   * get deferred passes (SLUICE_DEFER_RETRY_MS) instead of keeping a worker waiting, and the
+   * failure budget is judged only after the last of them.
+   */
+  readonly deferFailures?: boolean;
 }
 
 /** Per-job settings that change how a cell reads; a pipeline ignores the ones it has no use for. */

@@ -18,6 +18,8 @@ export interface ApiSettings {
   readonly trustProxy?: readonly string[] | undefined;
   /** `GET /metrics`: false, not served; `token`, a bearer token it requires. Unset: served to anyone. */
   readonly metrics?: { readonly enabled: boolean; readonly token: string | undefined };
+  /** How long `POST /api/lookup/email/validity` works on an address (SLUICE_VALIDITY_DEADLINE_MS); unset: 15 s. */
+  readonly validityDeadlineMs?: number;
 }
 
 /** What the HTTP layer needs; buildApp takes it whole and never reads configuration itself. */

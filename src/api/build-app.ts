@@ -15,6 +15,7 @@ import { emailBreachRoutes } from './routes/email-breach-routes.js';
 import { passwordBreachRoutes } from './routes/password-breach-routes.js';
 import { exposedKeysRoutes } from './routes/exposed-keys-routes.js';
 import { repoScanRoutes } from './routes/repo-scan-routes.js';
+import { emailValidityRoutes } from './routes/email-validity-routes.js';
 import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -144,6 +145,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => passwordBreachRoutes(scope, deps));
   await app.register(async (scope) => exposedKeysRoutes(scope, deps));
   await app.register(async (scope) => repoScanRoutes(scope, deps));
+  await app.register(async (scope) => emailValidityRoutes(scope, deps));
   await app.register(async (scope) => webhookRoutes(scope, deps));
   await app.register(async (scope) => phoneRoutes(scope, deps));
   await app.register(async (scope) => companyRoutes(scope, deps));

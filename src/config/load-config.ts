@@ -46,6 +46,23 @@ export interface Config {
   readonly passwordRange: RemoteService;
   /** `GET /metrics` on `serve`, and a worker's own metrics listener (port 0: none). */
   readonly metrics: { readonly enabled: boolean; readonly token: string | undefined; readonly port: number };
+  readonly validity: ValidityConfig;
+}
+
+/** Email verification (docs/email-verification.md): DNS servers and the SMTP prober's manners. */
+export interface ValidityConfig {
+  /** `host:port` DNS servers; undefined: the system resolver. */
+  readonly dnsServers: readonly { readonly host: string; readonly port: number }[] | undefined;
+  readonly smtpPort: number;
+  /** EHLO name; undefined: this machine's host name. */
+  readonly helo: string | undefined;
+  /** MAIL FROM address; undefined: `postmaster@` the EHLO name. */
+  readonly mailFrom: string | undefined;
+  readonly probe: boolean;
+  readonly timeoutMs: number;
+  readonly hostConcurrency: number;
+  readonly allowPrivate: boolean;
+  readonly deadlineMs: number;
 }
 
 /**
@@ -119,6 +136,8 @@ export interface JobLimits {
   readonly pollMs: number;
   readonly providerRetrySeconds: number;
   readonly accountRunningJobs: number;
+  /** First wait before a deferred pass over rows that failed for the moment (greylisting); doubled per pass. */
+  readonly deferRetryMs: number;
 }
 
 interface Setting<T> {
@@ -210,6 +229,16 @@ export const SETTINGS = {
   repoScanTimeoutMs: int('SLUICE_REPO_SCAN_TIMEOUT_MS', 600_000, 1_000, 86_400_000, 'Time a code-host leak scan\'s clone may take; then the scan fails with `repository_timeout`, free.'),
   repoScanMaxBytes: int('SLUICE_REPO_SCAN_MAX_BYTES', 512 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024, 'Largest repository (its bare clone on disk) a code-host leak scan takes; a larger one fails with `repository_too_large`, free.'),
   secretScanValidateTimeoutMs: int('SLUICE_SECRET_SCAN_VALIDATE_TIMEOUT_MS', 5_000, 100, 60_000, 'Time allowed for one credential validation request to its provider; then `unknown`.'),
+  dnsServers: dnsServerList('SLUICE_DNS_SERVERS', 'DNS servers the network lookups (email validity) ask, comma-separated `host:port` (`[::1]:53` for IPv6; port 53 if left out). Unset: the system resolver.'),
+  smtpPort: int('SLUICE_SMTP_PORT', 25, 1, 65535, 'Port the email verifier connects to on MX hosts.'),
+  smtpHelo: optionalText('SLUICE_SMTP_HELO', 'The name the email verifier gives in `EHLO`: a name whose A record and reverse DNS point at this machine, or mail servers treat the probe as spam. Unset: this machine\'s host name.'),
+  smtpMailFrom: optionalText('SLUICE_SMTP_MAIL_FROM', 'The address the email verifier gives in `MAIL FROM` (an address you read). Unset: `postmaster@` the EHLO name.'),
+  smtpProbe: oneOf('SLUICE_SMTP_PROBE', ['on', 'off'] as const, 'on', 'Whether the email verifier asks mail servers (SMTP on port 25); `off` is DNS-only mode for clouds that block port 25, and mailbox-level results are `unknown` with reason `probe_disabled`.'),
+  smtpTimeoutMs: int('SLUICE_SMTP_TIMEOUT_MS', 10_000, 100, 600_000, 'Time the email verifier allows for a connection to an MX host and for each of its replies.'),
+  smtpHostConcurrency: int('SLUICE_SMTP_HOST_CONCURRENCY', 2, 1, 1_000, 'SMTP sessions to one MX host at once, across every process and machine on the store.'),
+  smtpAllowPrivate: bool('SLUICE_SMTP_ALLOW_PRIVATE', false, 'For tests only: lets the email verifier connect to MX hosts on loopback or private addresses. Off, an MX that resolves to such an address is never connected to (reason `blocked_address`).'),
+  deferRetryMs: int('SLUICE_DEFER_RETRY_MS', 60_000, 10, 86_400_000, 'Rows a lookup could not settle for the moment (email validity: greylisting, a time-out, no mail server reachable) are tried again in a later pass of their chunk, without holding a worker: the first after this long, each next one after twice the wait before, 4 passes in all; what is still unsettled then stays an uncharged `error` row.'),
+  validityDeadlineMs: int('SLUICE_VALIDITY_DEADLINE_MS', 15_000, 100, 600_000, 'How long `POST /api/lookup/email/validity` works on an address; what is not settled by then is answered `unknown` with `retry_after`, free.'),
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -253,6 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pollMs: read(s.pollMs),
       providerRetrySeconds: read(s.providerRetrySeconds),
       accountRunningJobs: read(s.accountRunningJobs),
+      deferRetryMs: read(s.deferRetryMs),
     },
     billing: { repeatFreeDays: read(s.repeatFreeDays), defaultAccountCredits: read(s.defaultAccountCredits) },
     retentionDays: read(s.retentionDays),
@@ -294,6 +324,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       validatorOrigin: read(s.secretScanValidatorOrigin),
       repoTimeoutMs: read(s.repoScanTimeoutMs),
       repoMaxBytes: read(s.repoScanMaxBytes),
+    },
+    validity: {
+      dnsServers: read(s.dnsServers),
+      smtpPort: read(s.smtpPort),
+      helo: read(s.smtpHelo),
+      mailFrom: read(s.smtpMailFrom),
+      probe: read(s.smtpProbe) === 'on',
+      timeoutMs: read(s.smtpTimeoutMs),
+      hostConcurrency: read(s.smtpHostConcurrency),
+      allowPrivate: read(s.smtpAllowPrivate),
+      deadlineMs: read(s.validityDeadlineMs),
     },
   };
   if ((config.s3.accessKeyId === undefined) !== (config.s3.secretAccessKey === undefined)) {
@@ -426,6 +467,32 @@ function proxyList(name: string, describe: string): Setting<readonly string[] | 
         }
       }
       return entries;
+    },
+  };
+}
+
+/** `host:port` entries, each an IP literal: a DNS server named by a name would need DNS to be found. */
+function dnsServerList(name: string, describe: string): Setting<readonly { host: string; port: number }[] | undefined> {
+  return {
+    name,
+    fallback: undefined,
+    describe,
+    parse: (raw) => {
+      const servers = raw
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '')
+        .map((entry) => {
+          const match = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry) ?? /^([^:]+)(?::(\d+))?$/.exec(entry);
+          const host = match?.[1] ?? '';
+          const port = Number(match?.[2] ?? 53);
+          if (isIP(host) === 0 || !Number.isInteger(port) || port < 1 || port > 65535) {
+            throw bad(name, `must be a comma-separated list of IP:port (\`127.0.0.1:53\`, \`[::1]:53\`), got "${entry}"`);
+          }
+          return { host, port };
+        });
+      if (servers.length === 0) throw bad(name, 'must list at least one server when set');
+      return servers;
     },
   };
 }

@@ -31,6 +31,7 @@ export async function lookupBatch(keys: readonly string[], options: LookupBatchO
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 30_000;
   const answers = new Map<string, LookupOutcome<unknown>>();
   let pending = [...keys];
+  const last = new Map<string, LookupOutcome<unknown>>();
   for (let attempt = 1; pending.length > 0; attempt++) {
     const slices: string[][] = [];
     for (let i = 0; i < pending.length; i += provider.maxBatch) slices.push(pending.slice(i, i + provider.maxBatch));
@@ -39,17 +40,25 @@ export async function lookupBatch(keys: readonly string[], options: LookupBatchO
     );
     const retry: string[] = [];
     let retryAfterMs: number | undefined;
+    // Once stopped (a deadline, a lost lease), the last answer stands: another try could only fail
+    // for the stop itself and hide why the key failed.
+    const stopped = signal?.aborted === true;
     slices.forEach((slice, s) => {
       slice.forEach((key, k) => {
         const outcome = outcomes[s]![k]!;
-        if (!outcome.ok && outcome.retryable && attempt < attempts) {
+        if (!outcome.ok && outcome.retryable && attempt < attempts && !stopped) {
           retry.push(key);
+          last.set(key, outcome);
           if (outcome.retryAfterMs !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, outcome.retryAfterMs);
         } else answers.set(key, outcome);
       });
     });
     pending = retry;
     if (pending.length > 0) await sleep(retryDelayMs(attempt, backoffMs, retryAfterMs, maxRetryAfterMs), signal);
+    if (signal?.aborted) {
+      for (const key of pending) answers.set(key, last.get(key)!);
+      pending = [];
+    }
   }
   return answers;
 }

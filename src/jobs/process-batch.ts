@@ -11,6 +11,7 @@ import { ROW_KINDS, rowKey, type ChunkRow, type RowKey } from './chunk-format.js
 import { csvCells, csvLine } from './csv-writer.js';
 import type { EngineDeps } from './engine-deps.js';
 import { lookupBatch } from './lookup-batch.js';
+import { deferredRetryAt } from './deferred-passes.js';
 import { groupWidth, lookupCells, lookupStatus, originalCells, rowStatus, type LookupCell } from './render-row.js';
 
 export interface ChunkContext {
@@ -137,7 +138,8 @@ export async function processBatch(ctx: ChunkContext, rows: ChunkRow[], cursor: 
         since,
       },
       cache: batch.cache,
-      ...(batch.counters.error > 0 && job.options.maxErrorRate !== undefined ? { errorBudget: { maxErrorRate: job.options.maxErrorRate, message: budgetMessage(job) } } : {}),
+      // Rows a deferred pass will try again are not failures yet: the budget waits for the last pass.
+      ...(batch.counters.error > 0 && job.options.maxErrorRate !== undefined && deferredRetryAt(ctx, now) === undefined ? { errorBudget: { maxErrorRate: job.options.maxErrorRate, message: budgetMessage(job) } } : {}),
       outOfCredits: batch.rows < rows.length,
       now,
     });

@@ -8,6 +8,7 @@ import { ChunkLines, chunkObjectKey, decodeChunkRow, partObjectKey, type ChunkRo
 import { csvRecords } from './csv-writer.js';
 import type { EngineDeps } from './engine-deps.js';
 import { processBatch, type ActiveLookup, type ChunkContext, type RetryState } from './process-batch.js';
+import { deferredRetryAt } from './deferred-passes.js';
 import { groupWidth } from './render-row.js';
 
 export type ChunkOutcome = 'done' | 'stopped' | 'paused';
@@ -55,9 +56,13 @@ export async function processChunk(
     await yieldToEventLoop();
   }
   const flags = ctx.retry === undefined ? await writeParts(ctx) : await rewriteParts(ctx, ctx.retry);
-  await deps.jobs.completeChunk(job.id, chunk.chunkIndex, lease, flags.some((f) => (f & ROW_FLAGS.error) !== 0) ? flags : null, deps.clock.now());
+  const failed = flags.some((f) => (f & ROW_FLAGS.error) !== 0);
+  const now = deps.clock.now();
+  const retryAt = failed ? deferredRetryAt(ctx, now) : undefined;
+  await deps.jobs.completeChunk(job.id, chunk.chunkIndex, lease, failed ? flags : null, now, retryAt);
   return 'done';
 }
+
 
 function activeLookups(deps: EngineDeps, job: JobRecord): ActiveLookup[] {
   let offset = job.header?.length ?? 0;

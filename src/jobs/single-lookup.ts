@@ -6,14 +6,16 @@ import type { OutboxEvent } from '../storage/records.js';
 import type { LookupCharge } from '../storage/store.js';
 import { WEBHOOK_EVENTS } from '../webhooks/webhook-store.js';
 import type { EngineDeps } from './engine-deps.js';
-import { lookupBatch } from './lookup-batch.js';
+import { lookupBatch, type LookupBatchOptions } from './lookup-batch.js';
+import type { LookupOutcome } from '../lookups/lookup-provider.js';
 
 export type SingleLookup<R> =
   | { ok: true; key: string; result: R; credits: number; cached: boolean }
   | { ok: false; reason: 'invalid'; code: string }
   | { ok: false; reason: 'insufficient_credits' }
   | { ok: false; reason: 'unavailable' }
-  | { ok: false; reason: 'failed'; code: string };
+  /** `outcome`: the provider's failure as given, for a route that shows more than its code (validity's `retry_after`). */
+  | { ok: false; reason: 'failed'; code: string; outcome?: LookupOutcome<unknown> };
 
 /**
  * Per call, at a price the answer sets (the company search: 1 credit per result returned).
@@ -42,9 +44,13 @@ export async function singleLookup<R>(
   /**
    * `announce: false`: no `lookup.completed` event, for a lookup whose key must not leave Sluice
    * (a password's SHA-1 would be sent to every subscribed webhook). Default: announced.
+   *
+   * `signal`, `attempts`, `backoffMs`: a deadline and fewer tries, for an endpoint that must answer
+   * in time.
    */
-  options: { announce?: boolean } = {},
+  options: { announce?: boolean } & Pick<LookupBatchOptions, 'signal' | 'attempts' | 'backoffMs'> = {},
 ): Promise<SingleLookup<R>> {
+  const { announce, ...tries } = options;
   const normalised = pipeline.normalise(raw);
   if (!normalised.ok) return { ok: false, reason: 'invalid', code: normalised.code };
   const { key } = normalised;
@@ -59,10 +65,10 @@ export async function singleLookup<R>(
   const cached = provider.answersLocally ? undefined : (await deps.results.getMany<R>(kind, [key], since)).get(key);
   let result = cached;
   if (result === undefined) {
-    const outcome = (await lookupBatch([key], { accountId, provider, limiters: deps.limiters })).get(key)!;
+    const outcome = (await lookupBatch([key], { accountId, provider, limiters: deps.limiters, ...tries })).get(key)!;
     if (!outcome.ok) {
       // A provider that is down is "temporarily unavailable" (503), not a failed lookup (502).
-      return outcome.code === ERROR_CODES.providerUnavailable ? { ok: false, reason: 'unavailable' } : { ok: false, reason: 'failed', code: outcome.code };
+      return outcome.code === ERROR_CODES.providerUnavailable ? { ok: false, reason: 'unavailable' } : { ok: false, reason: 'failed', code: outcome.code, outcome };
     }
     result = outcome.result as R;
   }
@@ -85,7 +91,7 @@ export async function singleLookup<R>(
     cache: cached === undefined && !provider.answersLocally ? [{ kind, key, result }] : [],
     // A free repeat announces nothing: the paid lookup of the key already did, and repeats would let
     // an account multiply events (and their POSTs) at no cost.
-    ...(repeat || options.announce === false ? {} : { event: (credits: number) => lookupEvent(accountId, kind, key, answer, credits, now) }),
+    ...(repeat || announce === false ? {} : { event: (credits: number) => lookupEvent(accountId, kind, key, answer, credits, now) }),
     now,
   });
   if (!committed.ok) return { ok: false, reason: 'insufficient_credits' };

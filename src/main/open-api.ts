@@ -27,6 +27,7 @@ export function apiDeps(engine: Engine): ApiDeps {
       maxRows: config.jobs.maxRows,
       trustProxy: config.api.trustProxy,
       metrics: { enabled: config.metrics.enabled, token: config.metrics.token },
+      validityDeadlineMs: config.validity.deadlineMs,
     },
     ready: async () => {
       await deps.store.ping();

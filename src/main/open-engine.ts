@@ -19,6 +19,8 @@ import { Limiters } from '../lookups/limiters.js';
 import { SlotHolder } from '../lookups/shared-semaphore.js';
 import { EmbeddedBreachIndex, PHONE_BREACHES_KIND } from '../lookups/phone/embedded-breach-index.js';
 import { EMAIL_BREACHES_KIND, EmbeddedEmailBreachIndex } from '../lookups/email/embedded-email-breach-index.js';
+import { VALIDITY_KIND } from '../lookups/validity/validity-result.js';
+import { openValidityVerifier } from './open-validity.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
 import { CircuitBreaker } from '../lookups/remote/circuit-breaker.js';
 import { RemoteLookupProvider } from '../lookups/remote/remote-provider.js';
@@ -72,6 +74,8 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   const { providers, remotes } = openProviders(config, store);
   const passwordBreaches = openPasswordBreaches(config, store, clock);
   providers.set(PASSWORD_BREACHES_KIND, passwordBreaches);
+  // Its own holder of store slots (per MX host); it renews only while a session holds a slot.
+  providers.set(VALIDITY_KIND, openValidityVerifier(config, clock, new SlotHolder(store.limits, clock)));
   const deps: EngineDeps = {
     store,
     jobs: store.jobs,

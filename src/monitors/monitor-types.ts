@@ -17,6 +17,11 @@ export interface MonitorTypeSpec {
   readonly reading: Pipeline;
   /** The result fields a run compares; all of them unless the monitor tracks fewer. */
   readonly fields: readonly string[];
+  /**
+   * Fields a monitor compares only when it names them in `tracked_fields`: they cost a lookup of
+   * their own (email `validity`: an SMTP probe and its credit), so no monitor pays for them unasked.
+   */
+  readonly optionalFields?: readonly string[];
 }
 
 /**
@@ -31,6 +36,8 @@ export const MONITOR_TYPE_SPECS: Readonly<Record<MonitorType, MonitorTypeSpec>> 
     key: 'email',
     reading: genderPipeline,
     fields: ['breached', 'count', 'first_breach', 'last_breach', 'services', 'exposed_data', 'breaches'],
+    // The address's deliverability status (docs/email-verification.md): a mailbox that stops accepting mail is a change.
+    optionalFields: ['validity'],
   },
   phone: {
     type: MONITOR_TYPES.phone,
@@ -71,8 +78,9 @@ export function monitorType(raw: string): MonitorType {
 
 /** The fields to track: all of the type's by default, none unknown (`unknown_tracked_field`, 422), each once, in the type's order. */
 export function trackedFields(type: MonitorType, asked: readonly string[] | undefined): string[] {
-  const { fields } = MONITOR_TYPE_SPECS[type];
-  if (asked === undefined) return [...fields];
+  const spec = MONITOR_TYPE_SPECS[type];
+  if (asked === undefined) return [...spec.fields];
+  const fields = [...spec.fields, ...(spec.optionalFields ?? [])];
   const unknown = asked.filter((f) => !fields.includes(f));
   if (unknown.length > 0 || asked.length === 0) {
     throw new AppError(

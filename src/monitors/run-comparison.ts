@@ -1,4 +1,5 @@
-import { pipelineFor } from '../../pipelines/index.js';
+import { jobLookups } from '../../pipelines/index.js';
+import { validityPipeline } from '../../pipelines/validity.js';
 import type { Pipeline } from '../../pipelines/pipeline.js';
 import { readCsvRows } from '../jobs/csv-reader.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
@@ -8,6 +9,9 @@ import type { RunClaim, SnapshotWrite } from '../storage/monitor-run-records.js'
 import { highValueAlert } from './high-value.js';
 import type { RunDeps } from './run-starter.js';
 import { compareProfiles, profileOf, RUN_PIPELINES, unescapeCell, type Profile } from './tracked-values.js';
+
+/** Cells of the validity lookup's results in a run's row. */
+const VALIDITY_COLUMNS = validityPipeline.resultColumns.length;
 
 /** Targets per comparison checkpoint: one store transaction, and all a comparison holds in memory. */
 export const COMPARE_BATCH = 1_000;
@@ -36,13 +40,17 @@ export async function compareRun(deps: RunDeps, claim: RunClaim, job: JobRecord,
   const { engine } = deps;
   if (job.resultAllKey === null) throw new AppError(ERROR_CODES.internal, `run job ${job.id} completed without a result file`);
   const width = job.header?.length ?? 1;
-  const resultWidth = pipelineFor(job.type).resultColumns.length;
+  const lookups = jobLookups(job.type, job.options);
+  const resultWidth = lookups[0]!.pipeline.resultColumns.length;
+  // A run with the validity lookup beside the type's own (an email monitor tracking `validity`):
+  // the validity group follows the first lookup's results and its four engine cells.
+  const validityAt = lookups.length > 1 ? width + resultWidth + 4 : undefined;
   let cursor = claim.compareCursor;
   const totals = { changes: claim.run.changesDetected ?? 0, alerts: claim.alertsDetected };
   let seq = -1;
   let batch: ResultRow[] = [];
   const commit = async (): Promise<void> => {
-    const done = await commitBatch(deps, claim, batch, { cursor, width, resultWidth, leaseUntil: engine.clock.now() + leaseMs });
+    const done = await commitBatch(deps, claim, batch, { cursor, width, resultWidth, validityAt, leaseUntil: engine.clock.now() + leaseMs });
     cursor += batch.length;
     totals.changes += done.changes;
     totals.alerts += done.alerts;
@@ -66,7 +74,7 @@ async function commitBatch(
   deps: RunDeps,
   claim: RunClaim,
   rows: readonly ResultRow[],
-  at: { cursor: number; width: number; resultWidth: number; leaseUntil: number },
+  at: { cursor: number; width: number; resultWidth: number; validityAt: number | undefined; leaseUntil: number },
 ): Promise<ComparisonTotals> {
   const { run, monitor, lease } = claim;
   const pipeline = RUN_PIPELINES[monitor.type];
@@ -79,13 +87,17 @@ async function commitBatch(
   let alerts = 0;
   rows.forEach((row, i) => {
     const target = targets[i]!;
-    const status = row.cells[statusAt];
+    // With two lookups the row's own status (second to last cell) says whether either failed: an
+    // unsettled validity keeps the target's last result rather than comparing half a profile.
+    const status = at.validityAt === undefined ? row.cells[statusAt] : row.cells[row.cells.length - 2];
     if (status !== ROW_STATUSES.ok && status !== ROW_STATUSES.duplicate) {
-      const data = JSON.stringify({ error: unescapeCell(row.cells[statusAt + 3] ?? ''), status });
+      const errors = at.validityAt === undefined ? [row.cells[statusAt + 3]] : [row.cells[statusAt + 3], row.cells[at.validityAt + VALIDITY_COLUMNS + 3]];
+      const data = JSON.stringify({ error: unescapeCell(errors.find((e) => e !== undefined && e !== '') ?? ''), status });
       snapshots.push({ seq: row.seq, target, data, changes: null, alert: null });
       return;
     }
     const profile = profileOf(monitor.type, row.cells.slice(at.width, at.width + at.resultWidth));
+    if (at.validityAt !== undefined) profile.validity = unescapeCell(row.cells[at.validityAt] ?? '') || null;
     const stored = last.get(target);
     const previous = stored === undefined || stored === null ? null : (JSON.parse(stored) as Profile);
     const diff = compareProfiles(previous, profile, monitor.trackedFields, monitor.changeDetection);

@@ -4,7 +4,7 @@ import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { JobService } from '../jobs/job-service.js';
 import type { JobRecord } from '../storage/job-records.js';
 import type { RunClaim } from '../storage/monitor-run-records.js';
-import { inputCell, RUN_PIPELINES } from './tracked-values.js';
+import { inputCell, RUN_PIPELINES, runJobType } from './tracked-values.js';
 
 /** Targets read per store call while the input is written: memory is one page, whatever the monitor holds. */
 const TARGET_PAGE = 1_000;
@@ -37,7 +37,6 @@ export function runInputKey(runId: string): string {
 export async function startRun(deps: RunDeps, claim: RunClaim, signal: AbortSignal): Promise<boolean> {
   const { run, monitor, lease } = claim;
   const { engine } = deps;
-  const pipeline = RUN_PIPELINES[monitor.type];
   const jobId = runJobId(run.id);
   let job = await engine.jobs.get(jobId);
   if (!job) {
@@ -48,7 +47,8 @@ export async function startRun(deps: RunDeps, claim: RunClaim, signal: AbortSign
       await engine.objects.delete(inputKey);
       return engine.store.monitorRuns.finish({ runId: run.id, lease, status: 'completed', reason: null, totalRecords: 0, creditsUsed: 0, events: [], now: engine.clock.now() });
     }
-    job = await createJob(deps, { jobId, inputKey, accountId: run.accountId, type: pipeline.type, inputName: `monitor-${monitor.id}-run-${run.id}.csv` });
+    const { type, lookups } = runJobType(monitor);
+    job = await createJob(deps, { jobId, inputKey, accountId: run.accountId, type, ...(lookups ? { lookups } : {}), inputName: `monitor-${monitor.id}-run-${run.id}.csv` });
   }
   const recorded = await engine.store.monitorRuns.recordJob(run.id, lease, job.id, job.totalRows ?? monitor.targetCount);
   if (recorded) engine.log.info({ runId: run.id, monitorId: monitor.id, accountId: run.accountId, jobId: job.id }, 'monitor run started');
@@ -69,9 +69,10 @@ async function* inputLines(deps: RunDeps, claim: RunClaim, written: { targets: n
 }
 
 /** `JobService.create`, or the job a racing starter (one whose lease ran out under it) made first. */
-async function createJob(deps: RunDeps, input: { jobId: string; inputKey: string; accountId: string; type: string; inputName: string }): Promise<JobRecord> {
+async function createJob(deps: RunDeps, input: { jobId: string; inputKey: string; accountId: string; type: string; lookups?: { type: string }[]; inputName: string }): Promise<JobRecord> {
+  const { lookups, ...rest } = input;
   try {
-    return await deps.jobService.create({ ...input, options: { fresh: true } });
+    return await deps.jobService.create({ ...rest, options: { fresh: true, ...(lookups ? { lookups } : {}) } });
   } catch (error) {
     const made = await deps.engine.jobs.get(input.jobId);
     if (made) return made;

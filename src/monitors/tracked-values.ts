@@ -3,7 +3,7 @@ import { emailBreachesPipeline, LIST_SEPARATOR } from '../../pipelines/email-bre
 import { phoneBreachesPipeline } from '../../pipelines/phone-breaches.js';
 import type { Pipeline } from '../../pipelines/pipeline.js';
 import { escapeFormula } from '../jobs/csv-writer.js';
-import { CHANGE_MODES, type ChangeMode, type MonitorType } from '../storage/monitor-records.js';
+import { CHANGE_MODES, type ChangeMode, type MonitorRecord, type MonitorType } from '../storage/monitor-records.js';
 
 /** A field's value in a profile: what the result file says, typed back. */
 export type FieldValue = string | number | boolean | null | string[];
@@ -61,6 +61,17 @@ const PROFILES: Readonly<Record<MonitorType, (cells: readonly string[]) => Profi
 
 export function profileOf(type: MonitorType, resultCells: readonly string[]): Profile {
   return PROFILES[type](resultCells.map(unescapeCell));
+}
+
+/**
+ * The job a run of `monitor` is: its type's pipeline alone, or for an email monitor that tracks
+ * `validity`, that pipeline and the validity lookup side by side in one job (one row per target,
+ * each lookup billed under its own kind).
+ */
+export function runJobType(monitor: Pick<MonitorRecord, 'type' | 'trackedFields'>): { type: string; lookups?: { type: string }[] } {
+  const main = RUN_PIPELINES[monitor.type].type;
+  if (monitor.type !== 'email' || !monitor.trackedFields.includes('validity')) return { type: main };
+  return { type: `${main},validity`, lookups: [{ type: main }, { type: 'validity' }] };
 }
 
 /**

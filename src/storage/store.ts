@@ -263,8 +263,11 @@ export interface JobsPort {
    * Marks a fully committed chunk done (fenced), drops its outputs, keeps its row flags when some
    * row failed; starts its retry pass if one was asked for, else moves the job to assembly after its
    * last chunk. Serialised, so two chunks finishing together move the job on once.
+   * `retryAt`: the chunk's failed rows failed for the moment (greylisting): a pass over them starts
+   * at once but no worker may claim it before this time (its free lease runs until then), so no
+   * worker waits for it and the job's other chunks go on.
    */
-  completeChunk(jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number): Promise<void>;
+  completeChunk(jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number, retryAt?: number): Promise<void>;
   /**
    * The provider is down: the chunk's reservation is released and, if the job still runs, it
    * pauses with provider_unavailable and its reservations go. Atomic.

@@ -241,6 +241,23 @@ const rows: Row[] = [
   { name: 'email breaches: malformed JSON', method: 'POST', url: '/api/lookup/email/breaches', auth: 'key', body: '{"email":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
   { name: 'email breaches: no key', method: 'POST', url: '/api/lookup/email/breaches', auth: 'none', body: { email: 'maria@example.com' }, status: 401, error: 'Unauthorized' },
   { name: 'GET email breaches', method: 'GET', url: '/api/lookup/email/breaches', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  // Email validity (a malformed address is an answer, invalid_syntax, not an error)
+  { name: 'email validity: email missing', method: 'POST', url: '/api/lookup/email/validity', auth: 'key', body: {}, status: 422, error: INVALID_REQUEST },
+  { name: 'email validity: email a number', method: 'POST', url: '/api/lookup/email/validity', auth: 'key', body: { email: 7 }, status: 422, error: INVALID_REQUEST },
+  { name: 'email validity: two addresses', method: 'POST', url: '/api/lookup/email/validity', auth: 'key', body: { email: 'a@example.com, b@example.com' }, status: 400, error: 'Invalid email address' },
+  { name: 'email validity: malformed JSON', method: 'POST', url: '/api/lookup/email/validity', auth: 'key', body: '{"email":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'email validity: no key', method: 'POST', url: '/api/lookup/email/validity', auth: 'none', body: { email: 'maria@example.com' }, status: 401, error: 'Unauthorized' },
+  { name: 'GET email validity', method: 'GET', url: '/api/lookup/email/validity', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  // Password breaches (k-anonymity) and the range protocol
+  { name: 'password breaches: neither password nor sha1', method: 'POST', url: '/api/lookup/email/password/breaches', auth: 'key', body: {}, status: 422, error: 'Invalid request: give exactly one of password and sha1' },
+  { name: 'password breaches: both password and sha1', method: 'POST', url: '/api/lookup/email/password/breaches', auth: 'key', body: { password: 'hunter2', sha1: 'F3BBBD66A63D4BF1747940578EC3D0103530E21D' }, status: 422, error: 'Invalid request: give exactly one of password and sha1' },
+  { name: 'password breaches: sha1 not 40 hex digits', method: 'POST', url: '/api/lookup/email/password/breaches', auth: 'key', body: { sha1: 'xyz' }, status: 400, error: 'A SHA-1 is 40 hex digits' },
+  { name: 'password breaches: malformed JSON', method: 'POST', url: '/api/lookup/email/password/breaches', auth: 'key', body: '{"password":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'password breaches: no key', method: 'POST', url: '/api/lookup/email/password/breaches', auth: 'none', body: { password: 'hunter2' }, status: 401, error: 'Unauthorized' },
+  { name: 'GET password breaches', method: 'GET', url: '/api/lookup/email/password/breaches', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  { name: 'range: prefix not 5 hex digits', method: 'GET', url: '/api/range/XYZ12', auth: 'key', status: 400, error: 'A range prefix is 5 hex digits' },
+  { name: 'range: no key', method: 'GET', url: '/api/range/ABCDE', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'POST range', method: 'POST', url: '/api/range/ABCDE', auth: 'key', body: {}, status: 405, error: 'Method not allowed', allow: ['GET'] },
   // Phone
   { name: 'agent phone: no query', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: {}, status: 400, error: /^query is required/ },
   { name: 'agent phone: a number without country code', method: 'POST', url: '/api/agent/phone-breaches', auth: 'key', body: { query: '030 1234567' }, status: 400, error: /^Invalid phone number/ },
@@ -378,7 +395,7 @@ describe('bad requests, route by route', () => {
     }
     if (typeof row.error === 'string') expect(body.error).toBe(row.error);
     else expect(body.error).toMatch(row.error);
-    if (body.code !== undefined) expect(body.code).toMatch(/^[a-z_]+$/);
+    if (body.code !== undefined) expect(body.code).toMatch(/^[a-z][a-z0-9_]*$/);
     if (row.allow) {
       const allow = String(response.headers.allow ?? '')
         .split(',')

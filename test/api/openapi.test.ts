@@ -37,6 +37,7 @@ const OPERATIONS = [
   'POST /api/lookup/breaches/exposed-keys',
   'POST /api/lookup/breaches/github',
   'GET /api/lookup/breaches/github/{id}',
+  'POST /api/lookup/email/validity',
   'POST /api/webhooks',
   'GET /api/webhooks',
   'PUT /api/webhooks',

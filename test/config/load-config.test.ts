@@ -78,6 +78,16 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   secretScanValidatorOrigin: (c) => c.secretScans.validatorOrigin,
   repoScanTimeoutMs: (c) => c.secretScans.repoTimeoutMs,
   repoScanMaxBytes: (c) => c.secretScans.repoMaxBytes,
+  dnsServers: (c) => c.validity.dnsServers,
+  smtpPort: (c) => c.validity.smtpPort,
+  smtpHelo: (c) => c.validity.helo,
+  smtpMailFrom: (c) => c.validity.mailFrom,
+  smtpProbe: (c) => (c.validity.probe ? 'on' : 'off'),
+  smtpTimeoutMs: (c) => c.validity.timeoutMs,
+  smtpHostConcurrency: (c) => c.validity.hostConcurrency,
+  smtpAllowPrivate: (c) => c.validity.allowPrivate,
+  validityDeadlineMs: (c) => c.validity.deadlineMs,
+  deferRetryMs: (c) => c.jobs.deferRetryMs,
 };
 
 const settings = Object.entries(SETTINGS) as [keyof typeof SETTINGS, (typeof SETTINGS)[keyof typeof SETTINGS]][];

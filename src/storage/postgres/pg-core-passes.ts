@@ -60,7 +60,7 @@ async function retryChunk(tx: PgQueryable, jobId: string, chunkIndex: number, ro
  * The job's row is locked before the chunk is marked: of two last chunks finishing together, the
  * second counts the pending chunks after the first has committed, so the job moves to assembly once.
  */
-export function completeChunk(db: PgDatabase, jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number): Promise<void> {
+export function completeChunk(db: PgDatabase, jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number, retryAt?: number): Promise<void> {
   return db.transaction(async (tx) => {
     await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [jobId]);
     const { rows } = await tx.query<{ retryWanted: number }>(
@@ -72,9 +72,23 @@ export function completeChunk(db: PgDatabase, jobId: string, chunkIndex: number,
     if (!rows[0]) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
     await tx.query('DELETE FROM chunk_outputs WHERE job_id = $1 AND chunk_index = $2', [jobId, chunkIndex]);
     const failed = rowFlags === null ? 0 : countFlagged(rowFlags, ROW_FLAGS.error);
-    if (rows[0].retryWanted === 1 && failed > 0) await retryChunk(tx, jobId, chunkIndex, failed);
+    if (retryAt !== undefined && failed > 0) await deferChunk(tx, jobId, chunkIndex, failed, retryAt);
+    else if (rows[0].retryWanted === 1 && failed > 0) await retryChunk(tx, jobId, chunkIndex, failed);
     else if ((await pendingChunks(tx, jobId)) === 0) await toAssembly(tx, jobId, now);
   });
+}
+
+/**
+ * A deferred pass: unowned, but its lease runs until `retryAt`, so no claim takes it sooner; a new
+ * epoch, so that the finishing worker's release of its own lease leaves that time alone.
+ */
+async function deferChunk(tx: PgQueryable, jobId: string, chunkIndex: number, rows: number, retryAt: number): Promise<void> {
+  await tx.query(
+    `UPDATE job_chunks SET status = 'pending', pass = pass + 1, pass_rows = $3, cursor = 0, failures = 0,
+       lease_owner = NULL, lease_epoch = lease_epoch + 1, lease_expires_at = $4
+     WHERE job_id = $1 AND chunk_index = $2`,
+    [jobId, chunkIndex, rows, retryAt],
+  );
 }
 
 /**

@@ -192,8 +192,8 @@ export class PgJobs implements JobsPort {
     }
   }
 
-  completeChunk(jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number): Promise<void> {
-    return completeChunk(this.db, jobId, chunkIndex, lease, rowFlags, now);
+  completeChunk(jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number, retryAt?: number): Promise<void> {
+    return completeChunk(this.db, jobId, chunkIndex, lease, rowFlags, now, retryAt);
   }
 
   pauseForProvider(jobId: string, chunkIndex: number, message: string, now: number): Promise<void> {

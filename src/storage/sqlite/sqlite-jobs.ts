@@ -144,6 +144,13 @@ export class SqliteJobs implements JobsPort {
          WHERE job_id = @jobId AND chunk_index = @chunkIndex`,
       ),
       wantRetry: db.prepare("UPDATE job_chunks SET retry_wanted = 1 WHERE job_id = ? AND status = 'pending'"),
+      // A deferred pass: unowned, but its lease runs until @retryAt, so no claim takes it sooner; a
+      // new epoch, so that the finishing worker's release of its own lease leaves that time alone.
+      deferChunk: db.prepare(
+        `UPDATE job_chunks SET status = 'pending', pass = pass + 1, pass_rows = @rows, cursor = 0, failures = 0,
+           lease_owner = NULL, lease_epoch = lease_epoch + 1, lease_expires_at = @retryAt
+         WHERE job_id = @jobId AND chunk_index = @chunkIndex`,
+      ),
       doneChunksWithFailures: db.prepare("SELECT chunk_index AS chunkIndex, row_flags AS rowFlags FROM job_chunks WHERE job_id = ? AND status = 'done' AND row_flags IS NOT NULL"),
       reopenJob: db.prepare(
         `UPDATE jobs SET status = 'running', phase = CASE WHEN phase IN ('assemble', 'done') THEN 'process' ELSE phase END,
@@ -356,13 +363,14 @@ export class SqliteJobs implements JobsPort {
     }
   }
 
-  async completeChunk(jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number): Promise<void> {
+  async completeChunk(jobId: string, chunkIndex: number, lease: Lease, rowFlags: Buffer | null, now: number, retryAt?: number): Promise<void> {
     this.db.transaction(() => {
       const done = this.s.markChunkDone.get({ jobId, chunkIndex, epoch: lease.epoch, flags: rowFlags }) as { retryWanted: number } | undefined;
       if (!done) throw leaseLost(`chunk ${chunkIndex} of ${jobId}`);
       this.s.deleteOutputs.run(jobId, chunkIndex);
       const failed = rowFlags === null ? 0 : countFlagged(rowFlags, ROW_FLAGS.error);
-      if (done.retryWanted === 1 && failed > 0) this.s.retryChunk.run({ jobId, chunkIndex, rows: failed });
+      if (retryAt !== undefined && failed > 0) this.s.deferChunk.run({ jobId, chunkIndex, rows: failed, retryAt });
+      else if (done.retryWanted === 1 && failed > 0) this.s.retryChunk.run({ jobId, chunkIndex, rows: failed });
       else if ((this.s.pendingChunks.get(jobId) as { n: number }).n === 0) this.s.toAssemble.run(now, jobId);
     }).immediate();
   }

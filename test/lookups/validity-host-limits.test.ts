@@ -1,0 +1,68 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { CachingDnsResolver } from '../../src/lookups/dns/caching-dns-resolver.js';
+import { parseDnsServers } from '../../src/lookups/dns/dns-resolver.js';
+import { UdpDnsResolver } from '../../src/lookups/dns/udp-dns-resolver.js';
+import { SlotHolder } from '../../src/lookups/shared-semaphore.js';
+import { SharedHostLimiter } from '../../src/lookups/validity/host-limiter.js';
+import { ValidityVerifier } from '../../src/lookups/validity/validity-verifier.js';
+import { systemClock } from '../../src/shared/clock.js';
+import { blockedReason } from '../../src/webhooks/address-policy.js';
+import { DnsFake } from '../support/dns-fake.js';
+import { freeLoopbackPort, SmtpFake } from '../support/smtp-fake.js';
+import { TEST_STORES } from '../support/test-engine.js';
+import { openTestStore, type TestStore } from '../support/test-store.js';
+
+// One mail host behind 12 domains, asked by two verifiers that stand for two worker processes:
+// only the store's shared slots can keep them together under the per-host limit.
+const dns = new DnsFake();
+let server = '';
+let port = 0;
+const host = new SmtpFake('127.0.0.31', { catchAll: true, replyDelayMs: 40 });
+const DOMAINS = Array.from({ length: 12 }, (_, i) => `shop${i}.test`);
+
+beforeAll(async () => {
+  server = await dns.start();
+  port = await freeLoopbackPort();
+  await host.start(port);
+  for (const d of DOMAINS) dns.set(d, { mx: [{ preference: 10, exchange: 'mx.shared-host.test' }] });
+  dns.set('mx.shared-host.test', { a: ['127.0.0.31'] });
+});
+afterAll(async () => {
+  await host.stop();
+  await dns.stop();
+});
+
+describe.each(TEST_STORES)('per-MX-host concurrency in the shared limits on %s', (kind) => {
+  let opened: TestStore;
+  beforeEach(async () => {
+    opened = await openTestStore(kind);
+    host.peakActive = 0;
+  });
+  afterEach(() => opened.close());
+
+  function verifier(): ValidityVerifier {
+    const clock = systemClock;
+    return new ValidityVerifier({
+      resolver: new CachingDnsResolver(new UdpDnsResolver({ servers: parseDnsServers(server), timeoutMs: 500 }), clock),
+      clock,
+      probe: true,
+      port,
+      helo: 'verifier.sluice.test',
+      mailFrom: 'verify@sluice.test',
+      timeoutMs: 5_000,
+      allowPrivate: true,
+      blockedReason,
+      hostLimiter: new SharedHostLimiter(new SlotHolder(opened.store.limits, clock), clock, 2),
+    });
+  }
+
+  it('two processes together never hold more than SLUICE_SMTP_HOST_CONCURRENCY sessions to one MX host', async () => {
+    const a = verifier();
+    const b = verifier();
+    const outcomes = await Promise.all(DOMAINS.map((d, i) => (i % 2 === 0 ? a : b).lookup([`someone@${d}`])));
+    expect(outcomes.flat().every((o) => o.ok && o.result.reason === 'catch_all')).toBe(true);
+    expect(host.sessions).toBeGreaterThanOrEqual(DOMAINS.length);
+    expect(host.peakActive).toBeGreaterThanOrEqual(1);
+    expect(host.peakActive).toBeLessThanOrEqual(2);
+  });
+});

@@ -1,0 +1,84 @@
+import dgram from 'node:dgram';
+import type { AddressInfo } from 'node:net';
+import dnsPacket from 'dns-packet';
+
+/** What the fake says about one name. Names not listed answer NXDOMAIN. */
+export interface FakeZone {
+  mx?: { preference: number; exchange: string }[];
+  a?: string[];
+  aaaa?: string[];
+  /** Answer this code for every type instead of records. */
+  rcode?: 'SERVFAIL' | 'REFUSED' | 'NXDOMAIN';
+  /** Never answer (a time-out for the client). */
+  silent?: boolean;
+  ttl?: number;
+}
+
+const RCODE_NUMBERS = { NOERROR: 0, SERVFAIL: 2, NXDOMAIN: 3, REFUSED: 5 } as const;
+
+/**
+ * A DNS server on loopback, started by a test on port 0, that answers from a table the test
+ * controls, with a stated latency: a real server for the real UDP client under test, never the
+ * system resolver. `queries` counts questions so a test can see the cache at work.
+ */
+export class DnsFake {
+  readonly zones = new Map<string, FakeZone>();
+  queries = 0;
+  private socket: dgram.Socket | undefined;
+
+  constructor(private readonly latencyMs = 0) {}
+
+  set(name: string, zone: FakeZone): this {
+    this.zones.set(name.toLowerCase(), zone);
+    return this;
+  }
+
+  async start(): Promise<string> {
+    const socket = dgram.createSocket('udp4');
+    this.socket = socket;
+    socket.on('message', (message, peer) => {
+      this.queries++;
+      let query: dnsPacket.DecodedPacket;
+      try {
+        query = dnsPacket.decode(message);
+      } catch {
+        return;
+      }
+      const question = query.questions?.[0];
+      if (!question) return;
+      const zone = this.zones.get(question.name.toLowerCase());
+      if (zone?.silent) return;
+      const reply = (): void => {
+        const response = this.answer(query.id ?? 0, question, zone);
+        socket.send(response, peer.port, peer.address);
+      };
+      if (this.latencyMs > 0) setTimeout(reply, this.latencyMs);
+      else reply();
+    });
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+    return `127.0.0.1:${(socket.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => (this.socket ? this.socket.close(() => resolve()) : resolve()));
+  }
+
+  private answer(id: number, question: dnsPacket.Question, zone: FakeZone | undefined): Buffer {
+    const rcode = zone === undefined ? 'NXDOMAIN' : (zone.rcode ?? 'NOERROR');
+    const ttl = zone?.ttl ?? 300;
+    const answers: dnsPacket.Answer[] = [];
+    if (rcode === 'NOERROR' && zone) {
+      const name = question.name;
+      if (question.type === 'MX') for (const mx of zone.mx ?? []) answers.push({ type: 'MX', name, ttl, data: { preference: mx.preference, exchange: mx.exchange } });
+      if (question.type === 'A') for (const a of zone.a ?? []) answers.push({ type: 'A', name, ttl, data: a });
+      if (question.type === 'AAAA') for (const a of zone.aaaa ?? []) answers.push({ type: 'AAAA', name, ttl, data: a });
+    }
+    return dnsPacket.encode({
+      type: 'response',
+      id,
+      flags: dnsPacket.RECURSION_AVAILABLE | dnsPacket.RECURSION_DESIRED | RCODE_NUMBERS[rcode],
+      questions: [question],
+      answers,
+    });
+  }
+}
