@@ -112,6 +112,13 @@ export const ERROR_CODES = {
   /** A monitor run that is not the caller's account's, or not of the monitor named in the path. */
   monitorRunNotFound: 'run_not_found',
   internal: 'internal',
+  // IP network lookups, and lines of the IP network imports (counted and reported, never fatal)
+  /** Not an IPv4 or IPv6 address. */
+  invalidIp: 'invalid_ip',
+  /** An import line that is not in the file's format (too few fields, wrong type). */
+  malformedLine: 'malformed_line',
+  invalidPrefix: 'invalid_prefix',
+  invalidAsn: 'invalid_asn',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

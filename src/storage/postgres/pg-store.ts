@@ -19,6 +19,7 @@ import { PgResults } from './pg-results.js';
 import { PgSessions } from './pg-sessions.js';
 import { PgWebhooks } from './pg-webhooks.js';
 import { PgRetention } from './pg-retention.js';
+import { PgIpNetwork } from './pg-ip-network.js';
 
 /**
  * The PostgreSQL store: one pool shared by every part, migrated before first use (processes that
@@ -55,6 +56,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     monitors: new PgMonitors(db),
     monitorRuns: new PgMonitorRuns(db),
     monitorResults: new PgMonitorResults(db),
+    ipNetwork: new PgIpNetwork(db),
     async ping() {
       await db.query('SELECT 1');
     },

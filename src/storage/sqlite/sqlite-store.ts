@@ -18,6 +18,7 @@ import { SqliteResults } from './sqlite-results.js';
 import { SqliteSessions } from './sqlite-sessions.js';
 import { SqliteWebhooks } from './sqlite-webhooks.js';
 import { SqliteRetention } from './sqlite-retention.js';
+import { SqliteIpNetwork } from './sqlite-ip-network.js';
 
 /**
  * The embedded store: one SQLite file (WAL) that every process on a data dir shares. Its
@@ -50,6 +51,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     monitors: new SqliteMonitors(db),
     monitorRuns: new SqliteMonitorRuns(db, outbox),
     monitorResults: new SqliteMonitorResults(db),
+    ipNetwork: new SqliteIpNetwork(db),
     async ping() {
       ping.get();
     },
