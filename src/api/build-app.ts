@@ -14,6 +14,7 @@ import { dashboardRoutes } from './routes/dashboard-routes.js';
 import { emailBreachRoutes } from './routes/email-breach-routes.js';
 import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
+import { ipNetworkRoutes } from './routes/ip-network-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { clientTimeouts, guardSlowBodies, type ClientLimits } from './slow-clients.js';
 import { jobRoutes } from './routes/job-routes.js';
@@ -141,6 +142,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => webhookRoutes(scope, deps));
   await app.register(async (scope) => phoneRoutes(scope, deps));
   await app.register(async (scope) => companyRoutes(scope, deps));
+  await app.register(async (scope) => ipNetworkRoutes(scope, deps));
   await app.register(async (scope) => accountRoutes(scope, deps));
   await app.register(async (scope) => resumeRoutes(scope, deps));
   await app.register(async (scope) => metricsRoutes(scope, deps));

@@ -32,6 +32,8 @@ export interface Config {
   readonly api: ApiConfig;
   readonly webhooks: WebhookConfig;
   readonly providers: ProviderConfig;
+  /** The remote passive DNS service of the IP network lookup; unset URL: no `passive_dns` section. */
+  readonly passiveDns: RemoteService;
   /** `GET /metrics` on `serve`, and a worker's own metrics listener (port 0: none). */
   readonly metrics: { readonly enabled: boolean; readonly token: string | undefined; readonly port: number };
 }
@@ -182,6 +184,8 @@ export const SETTINGS = {
   companyProviderAuth: optionalText('SLUICE_COMPANY_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote company service, e.g. `Bearer ...`.'),
   emailBreachProviderUrl: optionalUrl('SLUICE_EMAIL_BREACH_PROVIDER_URL', 'Remote email-breach lookup service (see "Remote lookup providers"). Unset: the embedded email breach index.'),
   emailBreachProviderAuth: optionalText('SLUICE_EMAIL_BREACH_PROVIDER_AUTH', 'The whole `Authorization` header value sent to the remote email-breach service, e.g. `Bearer ...`.'),
+  passiveDnsUrl: optionalUrl('SLUICE_PASSIVE_DNS_URL', 'Remote passive DNS service for the IP network lookup (docs/ip-network.md; the remote lookup protocol, kind `passive_dns`). Unset: answers have no `passive_dns` section.'),
+  passiveDnsAuth: optionalText('SLUICE_PASSIVE_DNS_AUTH', 'The whole `Authorization` header value sent to the passive DNS service, e.g. `Bearer ...`.'),
   providerTimeoutMs: int('SLUICE_PROVIDER_TIMEOUT_MS', 10_000, 100, 600_000, 'Time allowed for one request to a remote lookup service.'),
   providerMaxBatch: int('SLUICE_PROVIDER_MAX_BATCH', 100, 1, 10_000, 'Keys per request to a remote lookup service (1 for a service that takes one key at a time).'),
   providerConnections: int('SLUICE_PROVIDER_CONNECTIONS', 64, 1, 10_000, 'Keep-alive connections per remote lookup service and process; also its requests in flight.'),
@@ -258,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connections: read(s.providerConnections),
       maxBatch: read(s.providerMaxBatch),
     },
+    passiveDns: { url: read(s.passiveDnsUrl), auth: read(s.passiveDnsAuth) },
     webhooks: {
       allowPrivate: read(s.webhookAllowPrivate),
       attemptTimeoutMs: read(s.webhookTimeoutMs),

@@ -62,6 +62,8 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   companyProviderAuth: (c) => c.providers.company.auth,
   emailBreachProviderUrl: (c) => c.providers.email_breaches.url,
   emailBreachProviderAuth: (c) => c.providers.email_breaches.auth,
+  passiveDnsUrl: (c) => c.passiveDns.url,
+  passiveDnsAuth: (c) => c.passiveDns.auth,
   providerTimeoutMs: (c) => c.providers.timeoutMs,
   providerConnections: (c) => c.providers.connections,
   providerMaxBatch: (c) => c.providers.maxBatch,

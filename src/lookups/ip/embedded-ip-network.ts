@@ -40,7 +40,8 @@ export class EmbeddedIpNetwork implements LookupProvider<IpNetworkResult> {
     });
     if (!this.passiveDns) return answers;
     const wanted = answers.flatMap((a) => (a.ok ? [a.result.ip] : []));
-    const dns = wanted.length === 0 ? [] : await this.passiveDns.lookup(wanted, signal);
+    const dns: LookupOutcome<unknown>[] = [];
+    for (let at = 0; at < wanted.length; at += this.passiveDns.maxBatch) dns.push(...(await this.passiveDns.lookup(wanted.slice(at, at + this.passiveDns.maxBatch), signal)));
     let n = 0;
     for (const a of answers) if (a.ok) a.result.passive_dns = this.section(dns[n++]);
     return answers;
