@@ -64,7 +64,10 @@ function matchIn(snapshot: Snapshot, address: IpKey, words: Uint32Array): Match 
   const { entries, table } = snapshot.byFamily[address.family];
   const found = table.find(words);
   if (found < 0) return undefined;
-  const covering = table.chain(found).map((i) => ({ prefix: cidrText(address.family, entries[i]!.first, entries[i]!.length), origins: parseOrigins(entries[i]!.origins).origins }));
+  const covering = table.chain(found).map((i) => {
+    const e = entries[i]!;
+    return { prefix: (e.text ??= cidrText(address.family, e.first, e.length)), origins: (e.parsed ??= parseOrigins(e.origins)).origins };
+  });
   return { entry: entries[found]!, prefix: covering[0]!.prefix, origins: covering[0]!.origins, covering };
 }
 
@@ -75,7 +78,7 @@ export function answerIp(data: IpNetworkData, address: IpKey, ipText: string): I
   const words = keyWords(address.key);
   const latest = data.snapshots[data.snapshots.length - 1];
   const match = latest ? matchIn(latest, address, words) : undefined;
-  const parsed = match ? parseOrigins(match.entry.origins) : { origins: [], asSet: null };
+  const parsed = match ? (match.entry.parsed ??= parseOrigins(match.entry.origins)) : { origins: [] as number[], asSet: null };
   const origin = parsed.origins[0];
   const ases = data.names?.ases;
   const asInfo = origin === undefined ? undefined : ases?.get(origin);
@@ -128,8 +131,8 @@ function networkSection(data: IpNetworkData, address: IpKey, words: Uint32Array)
   const range = entries[found]!;
   const ip = keyToBigInt(address.key);
   const bits = FAMILY_BITS[address.family];
-  let cidr: string | null = null;
-  for (let length = 0; length <= bits; length++) {
+  let cidr: string | null = range.cidr;
+  for (let length = 0; cidr === null && length <= bits; length++) {
     const host = BigInt(bits - length);
     const first = (ip >> host) << host;
     if (first >= range.first && first + (1n << host) - 1n <= range.last) {

@@ -1,4 +1,4 @@
-import { keyToBigInt, type IpFamily } from '../../shared/ip-keys.js';
+import { cidrText, FAMILY_BITS, keyToBigInt, type IpFamily } from '../../shared/ip-keys.js';
 import type { AsNameRow, AsOrgRow, AsRelationshipRow, IpPrefixRow, IpRangeRow, RirAsnRow } from '../../storage/ip-network-records.js';
 import { RangeTable } from './range-table.js';
 
@@ -11,6 +11,8 @@ export interface FamilyTable<T> {
 export interface RirRange {
   first: bigint;
   last: bigint;
+  /** The range as one CIDR block, when it is one (every IPv6 delegation, most IPv4 ones); else null. */
+  cidr: string | null;
   registry: string;
   cc: string | null;
   allocatedAt: string | null;
@@ -23,6 +25,9 @@ export interface PrefixEntry {
   first: bigint;
   length: number;
   origins: string;
+  /** Filled in by the first lookup that needs them, so a hot prefix is parsed and printed once. */
+  text?: string;
+  parsed?: { origins: number[]; asSet: number[] | null };
 }
 
 export interface Snapshot {
@@ -56,7 +61,9 @@ export interface IpNetworkData {
 export function rirTables(rows: IpRangeRow[]): Record<IpFamily, FamilyTable<RirRange>> {
   const split = { 4: [] as RirRange[], 6: [] as RirRange[] };
   for (const r of rows) {
-    split[r.family].push({ first: keyToBigInt(r.startKey), last: keyToBigInt(r.endKey), registry: r.registry, cc: r.cc, allocatedAt: r.allocatedAt, status: r.status, opaqueId: r.opaqueId });
+    const first = keyToBigInt(r.startKey);
+    const last = keyToBigInt(r.endKey);
+    split[r.family].push({ first, last, cidr: blockOf(r.family, first, last), registry: r.registry, cc: r.cc, allocatedAt: r.allocatedAt, status: r.status, opaqueId: r.opaqueId });
   }
   return {
     4: { entries: split[4], table: RangeTable.build(4, split[4].length, (i) => split[4][i]!.first, (i) => split[4][i]!.last) },
@@ -121,4 +128,10 @@ export function asNeighbours(rows: readonly AsRelationshipRow[], into: Map<numbe
     }
   }
   return into;
+}
+
+function blockOf(family: IpFamily, first: bigint, last: bigint): string | null {
+  const size = last - first + 1n;
+  if ((size & (size - 1n)) !== 0n || first % size !== 0n) return null;
+  return cidrText(family, first, FAMILY_BITS[family] - (size.toString(2).length - 1));
 }
