@@ -133,7 +133,9 @@ export function parseAsNamesLine(line: string): ParsedLine {
   const n = asn(f[0]!);
   if (n === undefined) return INVALID(ERROR_CODES.invalidAsn);
   const last = f.length >= 3 ? country(f[f.length - 1]!) : null;
-  const name = (last === null ? f.slice(1) : f.slice(1, -1)).join(',').trim();
+  // Unquoted, a name's own commas keep the blanks around them, as the file wrote it.
+  const raw = line.includes('"') ? undefined : line.slice(line.indexOf(',') + 1, last === null ? undefined : line.lastIndexOf(','));
+  const name = (raw ?? (last === null ? f.slice(1) : f.slice(1, -1)).join(',')).trim();
   if (name === '') return INVALID(ERROR_CODES.malformedLine);
   return { kind: 'asName', row: { asn: n, name, orgId: null, country: last } };
 }
