@@ -1,5 +1,5 @@
 import { cidrText, FAMILY_BITS, keyToBigInt, type IpKey } from '../../shared/ip-keys.js';
-import type { IpNetworkData, PrefixEntry, Snapshot } from './ip-network-data.js';
+import { prefixOrigins, prefixText, type IpNetworkData, type ParsedOrigins, type Snapshot } from './ip-network-data.js';
 import { keyWords } from './range-table.js';
 
 /** Longest lists an answer carries; the counts beside them say how many there are. */
@@ -45,30 +45,20 @@ export interface IpNetworkResult {
 export type PassiveDnsSection = { status: 'ok'; records: unknown[]; data_as_of: string } | { status: 'unknown'; reason: string; records: null; data_as_of: null };
 
 interface Match {
-  entry: PrefixEntry;
+  /** The most specific prefix's parsed origins. */
+  parsed: ParsedOrigins;
   prefix: string;
-  /** The prefix's origins, as `_` and `,` write them, flattened. */
   origins: number[];
   /** Every prefix of the snapshot covering the address, most specific first. */
   covering: { prefix: string; origins: number[] }[];
 }
 
-export function parseOrigins(text: string): { origins: number[]; asSet: number[] | null } {
-  const groups = text.split('_');
-  const origins = [...new Set(groups.flatMap((g) => g.split(',').map(Number)))];
-  const set = groups.find((g) => g.includes(','));
-  return { origins, asSet: set === undefined ? null : set.split(',').map(Number) };
-}
-
 function matchIn(snapshot: Snapshot, address: IpKey, words: Uint32Array): Match | undefined {
-  const { entries, table } = snapshot.byFamily[address.family];
-  const found = table.find(words);
+  const prefixes = snapshot.byFamily[address.family];
+  const found = prefixes.table.find(words);
   if (found < 0) return undefined;
-  const covering = table.chain(found).map((i) => {
-    const e = entries[i]!;
-    return { prefix: (e.text ??= cidrText(address.family, e.first, e.length)), origins: (e.parsed ??= parseOrigins(e.origins)).origins };
-  });
-  return { entry: entries[found]!, prefix: covering[0]!.prefix, origins: covering[0]!.origins, covering };
+  const covering = prefixes.table.chain(found).map((i) => ({ prefix: prefixText(prefixes, i), origins: prefixOrigins(prefixes, i).origins }));
+  return { parsed: prefixOrigins(prefixes, found), prefix: covering[0]!.prefix, origins: covering[0]!.origins, covering };
 }
 
 const sameOrigins = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x) => b.includes(x));
@@ -78,7 +68,7 @@ export function answerIp(data: IpNetworkData, address: IpKey, ipText: string): I
   const words = keyWords(address.key);
   const latest = data.snapshots[data.snapshots.length - 1];
   const match = latest ? matchIn(latest, address, words) : undefined;
-  const parsed = match ? (match.entry.parsed ??= parseOrigins(match.entry.origins)) : { origins: [] as number[], asSet: null };
+  const parsed: ParsedOrigins = match ? match.parsed : { origins: [], asSet: null };
   const origin = parsed.origins[0];
   const ases = data.names?.ases;
   const asInfo = origin === undefined ? undefined : ases?.get(origin);

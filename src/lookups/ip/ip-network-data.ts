@@ -20,19 +20,102 @@ export interface RirRange {
   opaqueId: string | null;
 }
 
-/** One dated pfx2as snapshot, compact: a million prefixes are typed arrays and one string each. */
-export interface PrefixEntry {
-  first: bigint;
-  length: number;
-  origins: string;
-  /** Filled in by the first lookup that needs them, so a hot prefix is parsed and printed once. */
-  text?: string;
-  parsed?: { origins: number[]; asSet: number[] | null };
+/**
+ * One family's prefixes of a snapshot, compact: a million prefixes are typed arrays and one string
+ * each (origins, interned), so that the garbage collector has a few large objects to walk rather
+ * than millions of small ones. Texts and parsed origins are made when a lookup first needs them and
+ * kept in bounded caches.
+ */
+export interface PrefixTable {
+  family: IpFamily;
+  count: number;
+  /** Network keys, as big-endian 32-bit words: 1 per IPv4 prefix, 4 per IPv6 prefix. */
+  starts: Uint32Array;
+  lengths: Uint8Array;
+  origins: string[];
+  table: RangeTable;
+  texts: Map<number, string>;
+  parsed: Map<number, ParsedOrigins>;
+}
+
+export interface ParsedOrigins {
+  origins: number[];
+  asSet: number[] | null;
 }
 
 export interface Snapshot {
   date: string;
-  byFamily: Record<IpFamily, FamilyTable<PrefixEntry>>;
+  byFamily: Record<IpFamily, PrefixTable>;
+}
+
+/** Most cached texts or parsed origins per table before the cache starts over. */
+const CACHE_ENTRIES = 100_000;
+
+export function parseOrigins(text: string): ParsedOrigins {
+  const groups = text.split('_');
+  const origins = [...new Set(groups.flatMap((g) => g.split(',').map(Number)))];
+  const set = groups.find((g) => g.includes(','));
+  return { origins, asSet: set === undefined ? null : set.split(',').map(Number) };
+}
+
+function cached<T>(cache: Map<number, T>, i: number, make: () => T): T {
+  let value = cache.get(i);
+  if (value === undefined) {
+    if (cache.size >= CACHE_ENTRIES) cache.clear();
+    cache.set(i, (value = make()));
+  }
+  return value;
+}
+
+function firstOf(t: Pick<PrefixTable, 'family' | 'starts'>, i: number): bigint {
+  if (t.family === 4) return BigInt(t.starts[i]!);
+  const at = i * 4;
+  return (BigInt(t.starts[at]!) << 96n) | (BigInt(t.starts[at + 1]!) << 64n) | (BigInt(t.starts[at + 2]!) << 32n) | BigInt(t.starts[at + 3]!);
+}
+
+export function prefixText(t: PrefixTable, i: number): string {
+  return cached(t.texts, i, () => cidrText(t.family, firstOf(t, i), t.lengths[i]!));
+}
+
+export function prefixOrigins(t: PrefixTable, i: number): ParsedOrigins {
+  return cached(t.parsed, i, () => parseOrigins(t.origins[i]!));
+}
+
+/** A snapshot's prefixes, added as the store pages them in, then indexed once. */
+export class SnapshotBuilder {
+  private readonly words = { 4: [] as number[], 6: [] as number[] };
+  private readonly lengths = { 4: [] as number[], 6: [] as number[] };
+  private readonly origins = { 4: [] as string[], 6: [] as string[] };
+  /** Most origin strings repeat (an AS announces many prefixes): one copy each. */
+  private readonly interned = new Map<string, string>();
+
+  add(rows: readonly IpPrefixRow[]): void {
+    for (const r of rows) {
+      const words = this.words[r.family];
+      const key = r.startKey;
+      for (let at = 0; at < key.length; at += 4) words.push(((key[at]! << 24) | (key[at + 1]! << 16) | (key[at + 2]! << 8) | key[at + 3]!) >>> 0);
+      this.lengths[r.family].push(r.length);
+      let origins = this.interned.get(r.origins);
+      if (origins === undefined) this.interned.set(r.origins, (origins = r.origins));
+      this.origins[r.family].push(origins);
+    }
+  }
+
+  build(date: string): Snapshot {
+    const table = (family: IpFamily): PrefixTable => {
+      const starts = Uint32Array.from(this.words[family]);
+      const lengths = Uint8Array.from(this.lengths[family]);
+      const count = lengths.length;
+      const bits = BigInt(FAMILY_BITS[family]);
+      const shape = { family, starts };
+      const ranges = RangeTable.build(family, count, (i) => firstOf(shape, i), (i) => firstOf(shape, i) + (1n << (bits - BigInt(lengths[i]!))) - 1n);
+      return { family, count, starts, lengths, origins: this.origins[family], table: ranges, texts: new Map(), parsed: new Map() };
+    };
+    const snapshot = { date, byFamily: { 4: table(4), 6: table(6) } };
+    this.words[4] = [];
+    this.words[6] = [];
+    return snapshot;
+  }
 }
 
 export interface AsInfo {
@@ -81,27 +164,6 @@ export function asnsByHolder(rows: RirAsnRow[]): Map<string, number[]> {
     out.set(r.opaqueId, list);
   }
   return out;
-}
-
-/** A snapshot's prefixes, added family by family as the store pages them in, then indexed once. */
-export class SnapshotBuilder {
-  private readonly split = { 4: [] as PrefixEntry[], 6: [] as PrefixEntry[] };
-
-  add(rows: readonly IpPrefixRow[]): void {
-    for (const r of rows) this.split[r.family].push({ first: keyToBigInt(r.startKey), length: r.length, origins: r.origins });
-  }
-
-  build(date: string): Snapshot {
-    const table = (family: IpFamily) => {
-      const entries = this.split[family];
-      const bits = BigInt(family === 4 ? 32 : 128);
-      return {
-        entries,
-        table: RangeTable.build(family, entries.length, (i) => entries[i]!.first, (i) => entries[i]!.first + (1n << (bits - BigInt(entries[i]!.length))) - 1n),
-      };
-    };
-    return { date, byFamily: { 4: table(4), 6: table(6) } };
-  }
 }
 
 export function asDirectory(names: AsNameRow[], orgs: AsOrgRow[]): { ases: Map<number, AsInfo>; orgs: Map<string, { name: string; country: string | null }> } {
