@@ -207,7 +207,7 @@ describe.each(TEST_STORES)('IP network data on %s', (kind) => {
     expect(current).toMatchObject({ source: 'pfx2as:2026-10-01', rows: 305 });
     let stored = 0;
     for (let after: number | undefined = 0; after !== undefined; ) {
-      const page = await store.ipNetwork.readPage(current!.generation, 'prefixes', after, 100);
+      const page: { rows: unknown[]; next: number | undefined } = await store.ipNetwork.readPage(current!.generation, 'prefixes', after, 100);
       stored += page.rows.length;
       after = page.next;
     }
