@@ -92,6 +92,14 @@ describe.each(TEST_STORES)('monitor type ip on %s', (store) => {
       ['203.0.113.5', { registrant_org: { old: 'Acme Networks, Inc.', new: 'Acme Global Networks, Inc.' } }],
     ]);
     expect(await sender.tick()).toBe(1);
+
+    // Spec 2.8's snapshots name the target under the type's key, `ip`, as the API gives them.
+    const results = json(await call(h, caller.key, 'GET', `/api/monitors/${monitor.id}/runs/${third}/results?changes_only=true`)) as Record<string, unknown>[];
+    expect(results).toEqual([
+      { ip: '203.0.113.5', target: '203.0.113.5', data: expect.objectContaining({ registrant_org: 'Acme Global Networks, Inc.' }), changes: { registrant_org: { old: 'Acme Networks, Inc.', new: 'Acme Global Networks, Inc.' } }, has_changes: true },
+    ]);
+    const targets = json(await call(h, caller.key, 'GET', '/api/monitoring/targets?type=ip')) as { targets: { ip: string }[] };
+    expect(targets.targets.map((t) => t.ip).sort()).toEqual(['192.0.2.77', '198.51.100.1', '2001:db8:100::1', '203.0.113.5']);
     expect(((await r.waitFor(3))[2]!.json as { event: string }).event).toBe('monitor.run.completed');
   });
 }, 120_000);
