@@ -2,6 +2,7 @@ import { AppError, ERROR_CODES } from '../src/shared/errors.js';
 import { companyPipeline } from './company.js';
 import { emailBreachesPipeline } from './email-breaches.js';
 import { genderPipeline } from './gender.js';
+import { ipNetworkPipeline } from './ip-network.js';
 import { phoneBreachesPipeline } from './phone-breaches.js';
 import type { Pipeline } from './pipeline.js';
 import { validityPipeline } from './validity.js';
@@ -13,6 +14,7 @@ export const PIPELINES = {
   company: companyPipeline,
   email_breaches: emailBreachesPipeline,
   validity: validityPipeline,
+  ip: ipNetworkPipeline,
 } as const;
 
 export type JobType = keyof typeof PIPELINES;

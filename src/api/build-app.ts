@@ -18,6 +18,7 @@ import { repoScanRoutes } from './routes/repo-scan-routes.js';
 import { emailValidityRoutes } from './routes/email-validity-routes.js';
 import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
+import { ipNetworkRoutes } from './routes/ip-network-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { clientTimeouts, guardSlowBodies, type ClientLimits } from './slow-clients.js';
 import { jobRoutes } from './routes/job-routes.js';
@@ -149,6 +150,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => webhookRoutes(scope, deps));
   await app.register(async (scope) => phoneRoutes(scope, deps));
   await app.register(async (scope) => companyRoutes(scope, deps));
+  await app.register(async (scope) => ipNetworkRoutes(scope, deps));
   await app.register(async (scope) => accountRoutes(scope, deps));
   await app.register(async (scope) => resumeRoutes(scope, deps));
   await app.register(async (scope) => metricsRoutes(scope, deps));

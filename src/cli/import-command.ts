@@ -8,6 +8,7 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { CompanyRecord } from '../storage/records.js';
 import type { CompaniesPort } from '../storage/store.js';
 import { breachForm, type BreachForm, type BreachTargets } from './breach-forms.js';
+import { IP_IMPORT_USAGE_LINES, ipImportCommand, isIpImport } from './ip-import-command.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 import { importPasswordsCommand, PASSWORD_IMPORT_USAGE } from './password-import-command.js';
 
@@ -15,6 +16,7 @@ export const IMPORT_USAGE_LINES = [
   'sluice import breaches FILE [--default-country CC] [--json]',
   'sluice import companies FILE [--map "Header=column"]... [--json]',
   PASSWORD_IMPORT_USAGE,
+  ...IP_IMPORT_USAGE_LINES,
 ] as const;
 export const IMPORT_USAGE = IMPORT_USAGE_LINES.join('\n  ');
 
@@ -59,6 +61,7 @@ export async function importCommand(engine: Engine, args: string[], io: CliIo): 
   const [what, ...rest] = args;
   if (what === 'companies') return importCompaniesCommand(engine, rest, io);
   if (what === 'passwords') return importPasswordsCommand(engine, rest, io);
+  if (isIpImport(what)) return ipImportCommand(engine, what, rest, io);
   if (what !== 'breaches') throw new AppError(ERROR_CODES.badArgument, `usage:\n  ${IMPORT_USAGE}`);
   const { values, positionals } = parseCommand(rest, { 'default-country': { type: 'string' } }, 1);
   const rawCountry = values['default-country'] as string | undefined;

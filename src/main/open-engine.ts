@@ -22,6 +22,7 @@ import { EMAIL_BREACHES_KIND, EmbeddedEmailBreachIndex } from '../lookups/email/
 import { VALIDITY_KIND } from '../lookups/validity/validity-result.js';
 import { openValidityVerifier } from './open-validity.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
+import { EmbeddedIpNetwork, IP_NETWORK_KIND, PASSIVE_DNS_KIND } from '../lookups/ip/embedded-ip-network.js';
 import { CircuitBreaker } from '../lookups/remote/circuit-breaker.js';
 import { RemoteLookupProvider } from '../lookups/remote/remote-provider.js';
 import { systemClock, type Clock } from '../shared/clock.js';
@@ -156,6 +157,21 @@ function openProviders(config: Config, store: Store): { providers: Map<string, L
     remotes.push(remote);
     providers.set(kind, remote);
   }
+  // The IP network lookup answers from imported data; only its passive DNS section is remote.
+  let passiveDns: RemoteLookupProvider | undefined;
+  if (config.passiveDns.url !== undefined) {
+    passiveDns = new RemoteLookupProvider({
+      kind: PASSIVE_DNS_KIND,
+      baseUrl: config.passiveDns.url,
+      ...(config.passiveDns.auth ? { authHeader: config.passiveDns.auth } : {}),
+      timeoutMs: config.providers.timeoutMs,
+      connections: config.providers.connections,
+      maxBatch: config.providers.maxBatch,
+      breaker: new CircuitBreaker({ records: store.limits, name: `${PASSIVE_DNS_KIND} ${serviceOf(config.passiveDns.url)}` }),
+    });
+    remotes.push(passiveDns);
+  }
+  providers.set(IP_NETWORK_KIND, new EmbeddedIpNetwork(store.ipNetwork, passiveDns));
   return { providers, remotes };
 }
 

@@ -12,6 +12,8 @@ export const ALERT_KINDS = {
   newlyBreached: 'newly_breached',
   /** A company whose best match is another company now: its name or domain changed. */
   companyChanged: 'company_changed',
+  /** An address whose prefix now looks hijacked (src/lookups/ip/ip-network-answer.ts) and did not before. */
+  possibleHijack: 'possible_hijack',
 } as const;
 
 export interface HighValueAlert {
@@ -30,6 +32,7 @@ const has = (value: FieldValue | undefined, item: string): boolean => Array.isAr
  *
  * - email: `exposed_data` gains `Passwords`: a breach now known exposed the address's password.
  * - phone: `breached` goes from false to true: the number is in its first known breach.
+ * - ip: `possible_hijack` goes from false to true (src/lookups/ip/ip-network-answer.ts says when).
  * - company: the best match's `name` or `domain` changes from one value to another: the name now
  *   finds another company (renamed, acquired, or gone), which is what a watcher must look at first.
  */
@@ -42,6 +45,11 @@ export function highValueAlert(type: MonitorType, target: string, previous: Prof
   if (type === 'phone') {
     if (previous.breached === true || next.breached !== true) return null;
     return { target, kind: ALERT_KINDS.newlyBreached, old: { breached: false }, new: { breached: true, total_breaches: next.total_breaches ?? 0, summary: next.summary ?? '' } };
+  }
+  if (type === 'ip') {
+    // The prefix (or a more specific one) appeared with a new origin while the old one still announces it.
+    if (previous.possible_hijack === true || next.possible_hijack !== true) return null;
+    return { target, kind: ALERT_KINDS.possibleHijack, old: { prefix: previous.prefix ?? null, origin_asn: previous.origin_asn ?? [] }, new: { prefix: next.prefix ?? null, origin_asn: next.origin_asn ?? [] } };
   }
   const moved = (field: string) => previous[field] !== null && previous[field] !== undefined && next[field] !== null && previous[field] !== next[field];
   if (!moved('name') && !moved('domain')) return null;

@@ -1,5 +1,6 @@
 import { companyPipeline } from '../../pipelines/company.js';
 import { genderPipeline } from '../../pipelines/gender.js';
+import { ipNetworkPipeline } from '../../pipelines/ip-network.js';
 import { phoneBreachesPipeline } from '../../pipelines/phone-breaches.js';
 import type { Pipeline } from '../../pipelines/pipeline.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
@@ -50,6 +51,14 @@ export const MONITOR_TYPE_SPECS: Readonly<Record<MonitorType, MonitorTypeSpec>> 
     key: 'company',
     reading: companyPipeline,
     fields: ['name', 'domain', 'industry', 'employee_count', 'country', 'website', 'description'],
+  },
+  // What a network watcher wants to hear about: the announcing prefix, its origin AS, the registry
+  // block and its registrant, and a possible hijack.
+  ip: {
+    type: MONITOR_TYPES.ip,
+    key: 'ip',
+    reading: ipNetworkPipeline,
+    fields: ['prefix', 'origin_asn', 'network', 'rir', 'registrant_org', 'possible_hijack'],
   },
 };
 

@@ -1,6 +1,7 @@
 import { companyPipeline } from '../../pipelines/company.js';
 import { emailBreachesPipeline, LIST_SEPARATOR } from '../../pipelines/email-breaches.js';
 import { phoneBreachesPipeline } from '../../pipelines/phone-breaches.js';
+import { IP_LIST_SEPARATOR, ipNetworkPipeline } from '../../pipelines/ip-network.js';
 import type { Pipeline } from '../../pipelines/pipeline.js';
 import { escapeFormula } from '../jobs/csv-writer.js';
 import { CHANGE_MODES, type ChangeMode, type MonitorRecord, type MonitorType } from '../storage/monitor-records.js';
@@ -17,9 +18,10 @@ export const RUN_PIPELINES: Readonly<Record<MonitorType, Pipeline>> = {
   email: emailBreachesPipeline,
   phone: phoneBreachesPipeline,
   company: companyPipeline,
+  ip: ipNetworkPipeline,
 };
 
-const list = (cell: string): string[] => (cell === '' ? [] : cell.split(LIST_SEPARATOR));
+const list = (cell: string, separator: string = LIST_SEPARATOR): string[] => (cell === '' ? [] : cell.split(separator));
 const text = (cell: string): string | null => (cell === '' ? null : cell);
 const count = (cell: string): number | null => (cell === '' ? null : Number(cell));
 const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -56,6 +58,16 @@ const PROFILES: Readonly<Record<MonitorType, (cells: readonly string[]) => Profi
     country: text(country),
     website: text(website),
     description: text(description),
+  }),
+  // The `ip` pipeline's cells: network_cidr, rir, registrant_org, allocated_at, country,
+  // origin_asn, as_name, company, bgp_prefix, announced, upstreams, origin_changes, possible_hijack.
+  ip: ([cidr = '', rir = '', registrant = '', , , origins = '', , , prefix = '', , , , hijack = '']) => ({
+    prefix: text(prefix),
+    origin_asn: list(origins, IP_LIST_SEPARATOR),
+    network: text(cidr),
+    rir: text(rir),
+    registrant_org: text(registrant),
+    possible_hijack: hijack === 'true',
   }),
 };
 

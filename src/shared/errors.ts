@@ -53,6 +53,7 @@ export const ERROR_CODES = {
   /** A company file's website cell that names no public host (an IP, localhost, not a URL): left empty, the company kept. */
   invalidWebsite: 'invalid_website',
   // password breaches: a range prefix or SHA-1 that is not hex of its length; lines of a range import
+  /** A 5-hex range prefix (password breaches) or a network prefix of an IP import line that does not parse. */
   invalidPrefix: 'invalid_prefix',
   invalidSha1: 'invalid_sha1',
   /** A line of a password range file that is not `SHA1:COUNT` (or `SUFFIX:COUNT` in a prefix's file). */
@@ -132,6 +133,12 @@ export const ERROR_CODES = {
   repositoryTimeout: 'repository_timeout',
   scanNotFound: 'scan_not_found',
   internal: 'internal',
+  // IP network lookups, and lines of the IP network imports (counted and reported, never fatal)
+  /** Not an IPv4 or IPv6 address. */
+  invalidIp: 'invalid_ip',
+  /** An import line that is not in the file's format (too few fields, wrong type). */
+  malformedLine: 'malformed_line',
+  invalidAsn: 'invalid_asn',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

@@ -1,4 +1,5 @@
 import type { SharedRecords } from '../shared/shared-records.js';
+import type { IpNetworkPort } from './ip-network-records.js';
 import type { JobStatus } from './job-states.js';
 import type { BatchOutput, ChunkRecord, JobOptions, JobRecord, Lease, PhoneCountryCounts, RowCounters, StoredOutput } from './job-records.js';
 import type {
@@ -71,6 +72,7 @@ export interface Store {
   readonly monitorResults: MonitorResultsPort;
   /** Code-host leak scans (spec 4.6). */
   readonly repoScans: RepoScansPort;
+  readonly ipNetwork: IpNetworkPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;

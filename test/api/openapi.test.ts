@@ -53,6 +53,8 @@ const OPERATIONS = [
   'POST /api/phone-jobs/resume',
   'POST /api/agent/company',
   'POST /api/bulk-company-search',
+  'POST /api/agent/ip-network',
+  'POST /api/bulk-ip-search',
   'POST /api/monitors',
   'GET /api/monitors',
   'GET /api/monitors/{id}',

@@ -64,6 +64,8 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   emailBreachProviderAuth: (c) => c.providers.email_breaches.auth,
   passwordRangeUrl: (c) => c.passwordRange.url,
   passwordRangeAuth: (c) => c.passwordRange.auth,
+  passiveDnsUrl: (c) => c.passiveDns.url,
+  passiveDnsAuth: (c) => c.passiveDns.auth,
   providerTimeoutMs: (c) => c.providers.timeoutMs,
   providerConnections: (c) => c.providers.connections,
   providerMaxBatch: (c) => c.providers.maxBatch,

@@ -123,7 +123,7 @@ describe('POST /api/lists with JSON, GET and DELETE', () => {
   });
 
   it.each([
-    [{ name: 'x', type: 'ip', targets: [] }, 'monitor_type_unsupported'],
+    [{ name: 'x', type: 'darkweb', targets: [] }, 'monitor_type_unsupported'],
     [{ name: 'x', type: 'email' }, 'invalid_request'],
     [{ name: 'x', type: 'email', targets: [1, 2] }, 'invalid_request'],
     [{ name: 'x', type: 'email', targets: [], extra: 1 }, 'invalid_request'],

@@ -246,7 +246,7 @@ describe('GET /api/monitoring/targets', () => {
     expect(json(await call(h, alice, 'GET', '/api/monitoring/targets')).total).toBe(3);
     const phone = json(await call(h, alice, 'GET', '/api/monitoring/targets?type=phone')).targets[0];
     expect(phone).toMatchObject({ phone: '+49301234567', target: '+49301234567', type: 'phone' });
-    const unsupported = await call(h, alice, 'GET', '/api/monitoring/targets?type=ip');
+    const unsupported = await call(h, alice, 'GET', '/api/monitoring/targets?type=darkweb');
     expect(unsupported.statusCode).toBe(422);
     expect(json(unsupported).code).toBe('monitor_type_unsupported');
   });

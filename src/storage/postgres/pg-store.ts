@@ -20,6 +20,7 @@ import { PgResults } from './pg-results.js';
 import { PgSessions } from './pg-sessions.js';
 import { PgWebhooks } from './pg-webhooks.js';
 import { PgRetention } from './pg-retention.js';
+import { PgIpNetwork } from './pg-ip-network.js';
 
 /**
  * The PostgreSQL store: one pool shared by every part, migrated before first use (processes that
@@ -57,6 +58,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     monitorRuns: new PgMonitorRuns(db),
     monitorResults: new PgMonitorResults(db),
     repoScans: new PgRepoScans(db),
+    ipNetwork: new PgIpNetwork(db),
     async ping() {
       await db.query('SELECT 1');
     },

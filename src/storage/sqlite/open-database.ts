@@ -110,8 +110,35 @@ export function migrate(db: Db, files = migrationFiles(new URL('./migrations/', 
     // IMMEDIATE: two processes starting together must not both apply the same migration.
     db.transaction(() => {
       if (applied.get(file.version)) return;
+      if (file.version === MONITOR_TYPES_MIGRATION) widenMonitorTypeChecks(db);
       db.exec(file.sql);
       record.run(file.version, file.name, Date.now());
     }).immediate();
+  }
+}
+
+/** Migration 035 widens the monitor type CHECKs (see its file for why this way). */
+const MONITOR_TYPES_MIGRATION = 35;
+const OLD_TYPES_CHECK = "CHECK (type IN ('email', 'phone', 'company'))";
+const NEW_TYPES_CHECK = "CHECK (type IN ('email', 'phone', 'company', 'domain', 'ip', 'darkweb'))";
+
+/**
+ * Rewrites the CHECK on `type` in the schema text of `target_lists` and `monitors`, inside the
+ * migration's transaction. better-sqlite3 opens connections in defensive mode, which forbids
+ * writing the schema table; it is lifted for these few statements only.
+ */
+function widenMonitorTypeChecks(db: Db): void {
+  const version = db.pragma('schema_version', { simple: true }) as number;
+  db.unsafeMode(true);
+  try {
+    db.pragma('writable_schema = ON');
+    const changed = db
+      .prepare("UPDATE sqlite_schema SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name IN ('target_lists', 'monitors') AND instr(sql, ?) > 0")
+      .run(OLD_TYPES_CHECK, NEW_TYPES_CHECK, OLD_TYPES_CHECK).changes;
+    if (changed !== 2) throw new AppError(ERROR_CODES.internal, `migration 035: expected the type CHECK of target_lists and monitors, found ${changed}`);
+    db.pragma(`schema_version = ${version + 1}`);
+    db.pragma('writable_schema = OFF');
+  } finally {
+    db.unsafeMode(false);
   }
 }

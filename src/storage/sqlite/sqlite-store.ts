@@ -19,6 +19,7 @@ import { SqliteResults } from './sqlite-results.js';
 import { SqliteSessions } from './sqlite-sessions.js';
 import { SqliteWebhooks } from './sqlite-webhooks.js';
 import { SqliteRetention } from './sqlite-retention.js';
+import { SqliteIpNetwork } from './sqlite-ip-network.js';
 
 /**
  * The embedded store: one SQLite file (WAL) that every process on a data dir shares. Its
@@ -52,6 +53,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     monitorRuns: new SqliteMonitorRuns(db, outbox),
     monitorResults: new SqliteMonitorResults(db),
     repoScans: new SqliteRepoScans(db),
+    ipNetwork: new SqliteIpNetwork(db),
     async ping() {
       ping.get();
     },
