@@ -3,6 +3,7 @@ import type { IdempotencyStore } from './idempotency-store.js';
 import type { RateLimiter } from '../auth/rate-limiter.js';
 import type { SessionStore } from '../auth/session-store.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
+import type { EmailEnricherDeps } from '../lookups/enrich/email-enricher.js';
 import type { JobService } from '../jobs/job-service.js';
 import type { MonitorService } from '../monitors/monitor-service.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
@@ -31,6 +32,8 @@ export interface ApiDeps {
   readonly webhooks: Webhooks;
   readonly monitors: MonitorService;
   readonly settings: ApiSettings;
+  /** The enrich report's network parts (DNS, HTTPS, RDAP, Gravatar); unset: enrich answers 503. */
+  readonly enrich?: EmailEnricherDeps;
   /** Database and object store reachable: what /readyz reports. */
   readonly ready: () => Promise<void>;
 }
