@@ -14,6 +14,7 @@ import { dashboardRoutes } from './routes/dashboard-routes.js';
 import { emailBreachRoutes } from './routes/email-breach-routes.js';
 import { emailValidityRoutes } from './routes/email-validity-routes.js';
 import { emailEnrichRoutes } from './routes/email-enrich-routes.js';
+import { emailComplianceRoutes } from './routes/email-compliance-routes.js';
 import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -142,6 +143,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => emailBreachRoutes(scope, deps));
   await app.register(async (scope) => emailValidityRoutes(scope, deps));
   await app.register(async (scope) => emailEnrichRoutes(scope, deps));
+  await app.register(async (scope) => emailComplianceRoutes(scope, deps));
   await app.register(async (scope) => webhookRoutes(scope, deps));
   await app.register(async (scope) => phoneRoutes(scope, deps));
   await app.register(async (scope) => companyRoutes(scope, deps));

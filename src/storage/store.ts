@@ -1,4 +1,5 @@
 import type { SharedRecords } from '../shared/shared-records.js';
+import type { ComplianceChecksPort } from './compliance-checks-port.js';
 import type { JobStatus } from './job-states.js';
 import type { BatchOutput, ChunkRecord, JobOptions, JobRecord, Lease, PhoneCountryCounts, RowCounters, StoredOutput } from './job-records.js';
 import type {
@@ -68,6 +69,7 @@ export interface Store {
   readonly monitors: MonitorsPort;
   readonly monitorRuns: MonitorRunsPort;
   readonly monitorResults: MonitorResultsPort;
+  readonly complianceChecks: ComplianceChecksPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;

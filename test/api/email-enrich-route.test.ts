@@ -75,6 +75,7 @@ describe.each(TEST_STORES)('POST /api/email/validity/enrich on %s', (store: Stor
         age_days: Math.floor((now - Date.parse('2015-03-01T00:00:00Z')) / 86_400_000),
         nameservers: ['ns1.trust.test', 'ns2.trust.test'],
         dnssec: true,
+        registrant_country: 'US',
         a: ['127.0.0.40'],
       },
       mail_servers: [

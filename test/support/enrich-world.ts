@@ -17,7 +17,7 @@ import { freeLoopbackPort, SmtpFake } from './smtp-fake.js';
  *
  * Domains: trust.test (everything, grade A; user ann; its MX 127.0.0.31 is on the bl.test DNSBL),
  * bare.test (an MX and nothing else; user bo), shop.de (a ccTLD in the EU; users kim, info),
- * grey.test (greylists each address's first RCPT; user gil).
+ * acme.co.uk (the same mail host as shop.de), grey.us (greylists each address's first RCPT; user gil).
  */
 export interface EnrichWorld {
   dns: DnsFake;
@@ -37,7 +37,10 @@ export const RDAP_TRUST = {
     { eventAction: 'registration', eventDate: '2015-03-01T00:00:00Z' },
     { eventAction: 'expiration', eventDate: '2030-03-01T00:00:00Z' },
   ],
-  entities: [{ roles: ['registrar'], vcardArray: ['vcard', [['version', {}, 'text', '4.0'], ['fn', {}, 'text', 'Example Registrar, Inc.']]] }],
+  entities: [
+    { roles: ['registrar'], vcardArray: ['vcard', [['version', {}, 'text', '4.0'], ['fn', {}, 'text', 'Example Registrar, Inc.']]] },
+    { roles: ['registrant'], vcardArray: ['vcard', [['version', {}, 'text', '4.0'], ['adr', { cc: 'US' }, 'text', ['', '', '1 Main St', 'Springfield', 'IL', '62701', 'United States']]]] },
+  ],
   nameservers: [{ ldhName: 'NS1.TRUST.TEST' }, { ldhName: 'ns2.trust.test' }],
   secureDNS: { delegationSigned: true },
 };
@@ -110,8 +113,9 @@ export async function startEnrichWorld(): Promise<EnrichWorld> {
     .set('shop.de', { mx: [{ preference: 10, exchange: 'mx.shop.de' }], txt: ['v=spf1 mx ~all'] })
     .set('mx.shop.de', { a: ['127.0.0.33'] })
     .set('_dmarc.shop.de', { txt: ['v=DMARC1; p=none'] })
-    .set('grey.test', { mx: [{ preference: 10, exchange: 'mx.grey.test' }] })
-    .set('mx.grey.test', { a: ['127.0.0.34'] });
+    .set('acme.co.uk', { mx: [{ preference: 10, exchange: 'mx.shop.de' }] })
+    .set('grey.us', { mx: [{ preference: 10, exchange: 'mx.grey.us' }] })
+    .set('mx.grey.us', { a: ['127.0.0.34'] });
 
   return {
     dns,

@@ -85,7 +85,7 @@ const DOMAIN_TRUST = {
 const DOMAIN_INFO = {
   type: 'object',
   description: 'Registration data over RDAP (IANA bootstrap) and the domain\'s A records',
-  properties: { registrar: NS, created_at: NS, expires_at: NS, age_days: NI, nameservers: STRINGS, dnssec: { type: ['boolean', 'null'] }, a: STRINGS },
+  properties: { registrar: NS, created_at: NS, expires_at: NS, age_days: NI, nameservers: STRINGS, dnssec: { type: ['boolean', 'null'] }, registrant_country: NS, a: STRINGS },
 } as const;
 
 const MAIL_SERVER = {

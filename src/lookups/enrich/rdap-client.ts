@@ -7,6 +7,8 @@ export interface DomainInfo {
   age_days: number | null;
   nameservers: string[];
   dnssec: boolean | null;
+  /** ISO 3166-1 alpha-2 of the registrant's address, where the registry publishes it (many redact it). */
+  registrant_country: string | null;
 }
 
 export interface RdapOptions {
@@ -45,6 +47,7 @@ export class RdapClient {
       age_days: Number.isNaN(createdMs) ? null : Math.floor((this.options.now() - createdMs) / 86_400_000),
       nameservers: (doc.nameservers ?? []).map((n) => (n.ldhName ?? '').toLowerCase()).filter((n) => n !== ''),
       dnssec: typeof doc.secureDNS?.delegationSigned === 'boolean' ? doc.secureDNS.delegationSigned : null,
+      registrant_country: registrantCountry(doc.entities?.find((e) => e.roles?.includes('registrant'))),
     };
   }
 
@@ -82,4 +85,15 @@ interface RdapDomain {
 function vcardName(entity: NonNullable<RdapDomain['entities']>[number]): string | null {
   const fn = entity.vcardArray?.[1]?.find((p) => p[0] === 'fn');
   return typeof fn?.[3] === 'string' ? fn[3] : null;
+}
+
+/** jCard `adr` (RFC 7095): the `cc` parameter (RFC 8605), else a two-letter last address element. */
+function registrantCountry(entity: NonNullable<RdapDomain['entities']>[number] | undefined): string | null {
+  const adr = entity?.vcardArray?.[1]?.find((p) => p[0] === 'adr');
+  if (adr === undefined) return null;
+  const cc = (adr[1] as { cc?: unknown } | undefined)?.cc;
+  if (typeof cc === 'string' && /^[a-z]{2}$/i.test(cc)) return cc.toUpperCase();
+  const parts = adr[3];
+  const last = Array.isArray(parts) ? parts[parts.length - 1] : undefined;
+  return typeof last === 'string' && /^[a-z]{2}$/i.test(last) ? last.toUpperCase() : null;
 }

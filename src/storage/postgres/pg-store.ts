@@ -1,4 +1,5 @@
 import { BillingKeys } from '../billing-key.js';
+import { PgComplianceChecks } from './pg-compliance-checks.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { STORE_KINDS, type Store, type StoreHooks } from '../store.js';
 import { PgAudit } from './pg-audit.js';
@@ -55,6 +56,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     monitors: new PgMonitors(db),
     monitorRuns: new PgMonitorRuns(db),
     monitorResults: new PgMonitorResults(db),
+    complianceChecks: new PgComplianceChecks(db),
     async ping() {
       await db.query('SELECT 1');
     },

@@ -1,4 +1,5 @@
 import type { Store, StoreHooks } from '../store.js';
+import { SqliteComplianceChecks } from './sqlite-compliance-checks.js';
 import { billingKeysFor, openDatabase, type OpenDatabaseOptions } from './open-database.js';
 import { SqliteAudit } from './sqlite-audit.js';
 import { SqliteBilling } from './sqlite-billing.js';
@@ -50,6 +51,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     monitors: new SqliteMonitors(db),
     monitorRuns: new SqliteMonitorRuns(db, outbox),
     monitorResults: new SqliteMonitorResults(db),
+    complianceChecks: new SqliteComplianceChecks(db),
     async ping() {
       ping.get();
     },
