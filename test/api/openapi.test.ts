@@ -33,6 +33,8 @@ const OPERATIONS = [
   'POST /api/lookup/email/gender',
   'POST /api/lookup/email/breaches',
   'POST /api/lookup/email/validity',
+  'POST /api/email/validity/enrich',
+  'POST /api/lookup/email/compliance',
   'POST /api/webhooks',
   'GET /api/webhooks',
   'PUT /api/webhooks',
