@@ -40,8 +40,8 @@ export interface Config {
 
 /** The enrich report and compliance verdicts (docs/email-enrich-compliance.md). */
 export interface EnrichConfig {
-  /** The IANA RDAP bootstrap file: a URL or a file path. */
-  readonly rdapBootstrap: string;
+  /** The IANA RDAP bootstrap file: a URL or a file path; undefined: IANA's own URL. */
+  readonly rdapBootstrap: string | undefined;
   readonly gravatarUrl: string | undefined;
   readonly dnsblZones: readonly string[];
   /** A PEM file whose certificates are trusted beside Node's roots for MTA-STS and RDAP. */
@@ -327,7 +327,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       deadlineMs: read(s.validityDeadlineMs),
     },
     enrich: {
-      rdapBootstrap: read(s.rdapBootstrap) ?? 'https://data.iana.org/rdap/dns.json',
+      rdapBootstrap: read(s.rdapBootstrap),
       gravatarUrl: read(s.gravatarUrl),
       dnsblZones: (read(s.dnsblZones) ?? '').split(',').map((z) => z.trim().toLowerCase().replace(/\.$/, '')).filter((z) => z !== ''),
       caFile: read(s.enrichCaFile),

@@ -11,6 +11,8 @@ import { blockedReason } from '../webhooks/address-policy.js';
 import { openDnsResolver } from './open-validity.js';
 
 const DAY_MS = 86_400_000;
+/** RFC 9224's bootstrap registry for domain names, as IANA publishes it. */
+const IANA_RDAP_BOOTSTRAP = 'https://data.iana.org/rdap/dns.json';
 
 /**
  * The enrich report's real parts: the shared DNS layer as configured, HTTPS under the webhook
@@ -44,7 +46,7 @@ export function openEnricher(engine: Engine): EmailEnricherDeps {
     resolver,
     dnssec: dnssecProbeFor(config.validity.dnsServers, Math.min(e.timeoutMs, 2_000)),
     fetch,
-    rdap: new RdapClient({ bootstrap: e.rdapBootstrap, getJson, now: () => deps.clock.now() }),
+    rdap: new RdapClient({ bootstrap: e.rdapBootstrap ?? IANA_RDAP_BOOTSTRAP, getJson, now: () => deps.clock.now() }),
     gravatar: e.gravatarUrl === undefined ? undefined : { base: e.gravatarUrl, getJson },
     dnsblZones: e.dnsblZones,
     breaches:
