@@ -129,6 +129,15 @@ describe.each(TEST_STORES)('POST /api/lookup/email/compliance on %s', (store: St
     expect(check).toMatchObject({ id: provisional.result_id, settledAt: expect.any(Number), answer: { verdict: 'do_not_email' } });
   });
 
+  it('two first lookups of one address at once are charged once', async () => {
+    const h = await openStoreHarness(store, world.env);
+    const { id, key } = await newAccount(h, { credits: 5 });
+    const answers = (await Promise.all([post(h, key, { email: 'kim@shop.de' }), post(h, key, { email: 'KIM@shop.de' })])).map(json);
+    expect(answers.map((a) => a.verdict)).toEqual(['consent_required', 'consent_required']);
+    expect(answers.map((a) => a.credits).sort()).toEqual([0, 1]);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(4);
+  });
+
   it('refuses bad input free, and a new address on an empty balance with 402', async () => {
     const h = await openStoreHarness(store, world.env);
     const { id, key } = await newAccount(h, { credits: 0 });
