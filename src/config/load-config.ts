@@ -49,6 +49,7 @@ export interface EnrichConfig {
   readonly httpsPort: number;
   readonly allowPrivate: boolean;
   readonly timeoutMs: number;
+  readonly cacheSeconds: number;
 }
 
 /** Email verification (docs/email-verification.md): DNS servers and the SMTP prober's manners. */
@@ -238,6 +239,7 @@ export const SETTINGS = {
   enrichCaFile: optionalText('SLUICE_ENRICH_CA_FILE', 'A PEM file of certificates trusted beside Node\'s roots when the enrich report fetches MTA-STS policies and RDAP over HTTPS (a private CA; tests use a test CA).'),
   enrichHttpsPort: int('SLUICE_ENRICH_HTTPS_PORT', 443, 1, 65535, 'For tests only: the port MTA-STS policies are fetched from (RFC 8461 says 443).'),
   enrichAllowPrivate: bool('SLUICE_ENRICH_ALLOW_PRIVATE', false, 'For tests only: lets the enrich report fetch MTA-STS policies, RDAP and Gravatar from loopback or private addresses. Off, the webhook address policy applies to every address it connects to.'),
+  enrichCacheSeconds: int('SLUICE_ENRICH_CACHE_SECONDS', 3_600, 0, 604_800, 'How long an enrich report is answered from the result cache (with `cached: true`) before it is built again from DNS, RDAP and the rest; 0: never cached.'),
   enrichTimeoutMs: int('SLUICE_ENRICH_TIMEOUT_MS', 5_000, 100, 60_000, 'Time the enrich report allows each HTTPS request (MTA-STS policy, RDAP, Gravatar).'),
 } as const;
 
@@ -334,6 +336,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       httpsPort: read(s.enrichHttpsPort),
       allowPrivate: read(s.enrichAllowPrivate),
       timeoutMs: read(s.enrichTimeoutMs),
+      cacheSeconds: read(s.enrichCacheSeconds),
     },
   };
   if ((config.s3.accessKeyId === undefined) !== (config.s3.secretAccessKey === undefined)) {

@@ -64,5 +64,6 @@ export function openEnricher(engine: Engine): EmailEnricherDeps {
       return result?.smtp?.tls ? { host: result.smtp.host, tls: result.smtp.tls } : null;
     },
     now: () => deps.clock.now(),
+    cacheSeconds: e.cacheSeconds,
   };
 }

@@ -134,10 +134,26 @@ describe.each(TEST_STORES)('POST /api/email/validity/enrich on %s', (store: Stor
       mail_servers: [{ host: 'mx.bare.test', ip: '127.0.0.32', blocklisted: false, blocklists: [] }],
       footprint: { breaches: { count: 0, exposed_data: [], services: [] } },
     });
+    // A repeat within SLUICE_ENRICH_CACHE_SECONDS comes from the result cache: no DNS query, `cached: true`.
+    const queries = world.dns.queries;
+    const again = json(await post(h, token, { email: 'BO@bare.test' }));
+    expect(again).toEqual({ ...json(response), cached: true });
+    expect(world.dns.queries).toBe(queries);
     // Gmail gets its canonical form and the free-provider flag, from DNS nobody answers here.
     const gmail = json(await post(h, token, { email: 'J.Doe+news@gmail.com' }));
     expect(gmail).toMatchObject({ email: 'j.doe+news@gmail.com', canonical: 'jdoe@gmail.com', free_provider: true, mx: [] });
     expect(gmail.cached).toBeUndefined();
+  });
+
+  it('with SLUICE_ENRICH_CACHE_SECONDS=0 every report is built afresh and never says cached', async () => {
+    const h = await openStoreHarness(store, { ...world.env, SLUICE_ENRICH_CACHE_SECONDS: '0' });
+    const { key } = await newAccount(h, { credits: 0 });
+    const first = json(await post(h, key, { email: 'bo@bare.test' }));
+    const queries = world.dns.queries;
+    const second = json(await post(h, key, { email: 'bo@bare.test' }));
+    expect(second).toEqual(first);
+    expect(second.cached).toBeUndefined();
+    expect(world.dns.queries).toBeGreaterThan(queries);
   });
 
   it('refuses bad input with stable codes and no credential with 401', async () => {

@@ -85,6 +85,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   enrichHttpsPort: (c) => c.enrich.httpsPort,
   enrichAllowPrivate: (c) => c.enrich.allowPrivate,
   enrichTimeoutMs: (c) => c.enrich.timeoutMs,
+  enrichCacheSeconds: (c) => c.enrich.cacheSeconds,
   deferRetryMs: (c) => c.jobs.deferRetryMs,
 };
 

@@ -32,6 +32,8 @@ export interface EmailEnricherDeps {
   /** The verifier's STARTTLS evidence for the address, when it was verified recently: host and TLS. */
   tlsEvidence?: ((email: string) => Promise<{ host: string; tls: TlsEvidence } | null>) | undefined;
   now: () => number;
+  /** Seconds a report is answered from the result cache; 0: never. */
+  cacheSeconds: number;
 }
 
 export type EnrichAnswer = Record<string, unknown> & { email: string };
