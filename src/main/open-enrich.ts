@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import type { Engine } from '../jobs/engine.js';
+import { withBreakers } from '../lookups/enrich/breaker-json.js';
 import { dnssecProbeFor } from '../lookups/enrich/dnssec-probe.js';
 import type { BreachSummary, EmailEnricherDeps } from '../lookups/enrich/email-enricher.js';
 import { guardedGet, type GuardedGetOptions } from '../lookups/enrich/guarded-get.js';
@@ -34,13 +35,13 @@ export function openEnricher(engine: Engine): EmailEnricherDeps {
   };
   // RDAP and Gravatar name their own ports in their URLs: only MTA-STS gets the test port.
   const plain: GuardedGetOptions = { ...fetch, httpsPort: undefined };
-  const getJson = async (url: string, signal?: AbortSignal): Promise<unknown> => {
+  const getJson = withBreakers(async (url: string, signal?: AbortSignal): Promise<unknown> => {
     const got = await guardedGet(url, plain, signal);
     if (!got.ok) throw new Error(got.error);
     if (got.status === 404) return undefined;
     if (got.status !== 200) throw new Error(`http_${got.status}`);
     return JSON.parse(got.body) as unknown;
-  };
+  }, { clock: deps.clock });
   const breachProvider = deps.providers.get(EMAIL_BREACHES_KIND);
   return {
     resolver,
