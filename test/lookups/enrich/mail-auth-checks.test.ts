@@ -27,7 +27,8 @@ beforeAll(async () => {
     .set('voids.test', { txt: ['v=spf1 a:nx1.voids.test a:nx2.voids.test a:nx3.voids.test -all'] })
     .set('redirect.test', { txt: ['v=spf1 redirect=good.test'] })
     .set('macro.test', { txt: ['v=spf1 exists:%{i}.spf.macro.test -all'] })
-    .set('down.test', { rcode: 'SERVFAIL' });
+    .set('down.test', { rcode: 'SERVFAIL' })
+    .set('v6.test', { txt: ['v=spf1 ip6:2001:db8:10::/48 a/24 -all'], a: ['198.51.100.200'] });
   // eleven includes, each of a record with one more include at the end: 11 lookups > 10.
   const chain = Array.from({ length: 11 }, (_, i) => `c${i}.chain.test`);
   dns.set('chain.test', { txt: [`v=spf1 include:${chain[0]} -all`] });
@@ -58,6 +59,10 @@ describe('SPF, evaluated over the shared DNS layer', () => {
     ['chain.test', '203.0.113.1', { result: 'permerror', error: 'too_many_lookups', lookups: 11 }],
     ['redirect.test', '198.51.100.7', { result: 'pass', lookups: 2 }],
     ['macro.test', '203.0.113.1', { result: 'permerror', error: 'macros_not_supported' }],
+    ['v6.test', '2001:db8:11::1', { result: 'fail', lookups: 1, void_lookups: 1 }],
+    ['v6.test', '2001:db8:10::25', { result: 'pass', lookups: 0 }],
+    ['v6.test', '198.51.100.7', { result: 'pass', lookups: 1 }],
+    ['v6.test', '198.51.101.7', { result: 'fail', lookups: 1 }],
     ['nothing.test', '203.0.113.1', { result: 'none', record: null, lookups: 0, error: null }],
     ['down.test', '203.0.113.1', { result: 'temperror', error: 'dns_error' }],
   ])('%s for %s', async (domain, ip, expected) => {
