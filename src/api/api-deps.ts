@@ -3,6 +3,7 @@ import type { IdempotencyStore } from './idempotency-store.js';
 import type { RateLimiter } from '../auth/rate-limiter.js';
 import type { SessionStore } from '../auth/session-store.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
+import type { EmailEnricherDeps } from '../lookups/enrich/email-enricher.js';
 import type { JobService } from '../jobs/job-service.js';
 import type { ExposedKeysDeps } from '../jobs/exposed-keys-scan.js';
 import type { RepoScanDeps } from '../jobs/repo-scan-job.js';
@@ -37,6 +38,8 @@ export interface ApiDeps {
   /** Code-host leak scans; unset, their routes answer 503. */
   readonly repoScans?: RepoScanDeps;
   readonly settings: ApiSettings;
+  /** The enrich report's network parts (DNS, HTTPS, RDAP, Gravatar); unset: enrich answers 503. */
+  readonly enrich?: EmailEnricherDeps;
   /** Database and object store reachable: what /readyz reports. */
   readonly ready: () => Promise<void>;
 }

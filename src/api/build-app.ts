@@ -16,6 +16,8 @@ import { passwordBreachRoutes } from './routes/password-breach-routes.js';
 import { exposedKeysRoutes } from './routes/exposed-keys-routes.js';
 import { repoScanRoutes } from './routes/repo-scan-routes.js';
 import { emailValidityRoutes } from './routes/email-validity-routes.js';
+import { emailEnrichRoutes } from './routes/email-enrich-routes.js';
+import { emailComplianceRoutes } from './routes/email-compliance-routes.js';
 import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { ipNetworkRoutes } from './routes/ip-network-routes.js';
@@ -147,6 +149,8 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => exposedKeysRoutes(scope, deps));
   await app.register(async (scope) => repoScanRoutes(scope, deps));
   await app.register(async (scope) => emailValidityRoutes(scope, deps));
+  await app.register(async (scope) => emailEnrichRoutes(scope, deps));
+  await app.register(async (scope) => emailComplianceRoutes(scope, deps));
   await app.register(async (scope) => webhookRoutes(scope, deps));
   await app.register(async (scope) => phoneRoutes(scope, deps));
   await app.register(async (scope) => companyRoutes(scope, deps));

@@ -49,6 +49,21 @@ export interface Config {
   /** `GET /metrics` on `serve`, and a worker's own metrics listener (port 0: none). */
   readonly metrics: { readonly enabled: boolean; readonly token: string | undefined; readonly port: number };
   readonly validity: ValidityConfig;
+  readonly enrich: EnrichConfig;
+}
+
+/** The enrich report and compliance verdicts (docs/email-enrich-compliance.md). */
+export interface EnrichConfig {
+  /** The IANA RDAP bootstrap file: a URL or a file path; undefined: IANA's own URL. */
+  readonly rdapBootstrap: string | undefined;
+  readonly gravatarUrl: string | undefined;
+  readonly dnsblZones: readonly string[];
+  /** A PEM file whose certificates are trusted beside Node's roots for MTA-STS and RDAP. */
+  readonly caFile: string | undefined;
+  readonly httpsPort: number;
+  readonly allowPrivate: boolean;
+  readonly timeoutMs: number;
+  readonly cacheSeconds: number;
 }
 
 /** Email verification (docs/email-verification.md): DNS servers and the SMTP prober's manners. */
@@ -243,6 +258,14 @@ export const SETTINGS = {
   smtpAllowPrivate: bool('SLUICE_SMTP_ALLOW_PRIVATE', false, 'For tests only: lets the email verifier connect to MX hosts on loopback or private addresses. Off, an MX that resolves to such an address is never connected to (reason `blocked_address`).'),
   deferRetryMs: int('SLUICE_DEFER_RETRY_MS', 60_000, 10, 86_400_000, 'Rows a lookup could not settle for the moment (email validity: greylisting, a time-out, no mail server reachable) are tried again in a later pass of their chunk, without holding a worker: the first after this long, each next one after twice the wait before, 4 passes in all; what is still unsettled then stays an uncharged `error` row.'),
   validityDeadlineMs: int('SLUICE_VALIDITY_DEADLINE_MS', 15_000, 100, 600_000, 'How long `POST /api/lookup/email/validity` works on an address; what is not settled by then is answered `unknown` with `retry_after`, free.'),
+  rdapBootstrap: optionalText('SLUICE_RDAP_BOOTSTRAP', 'Where the enrich report reads the IANA RDAP bootstrap file (RFC 9224) that names each TLD\'s RDAP server: a URL or a file path. Unset: https://data.iana.org/rdap/dns.json.'),
+  gravatarUrl: optionalUrl('SLUICE_GRAVATAR_URL', 'Base URL of the Gravatar REST API (`GET /profiles/{sha256}`) for the enrich report\'s `gravatar_url` and `gravatar_profile`, e.g. `https://api.gravatar.com/v3`. Unset: not asked, the fields are absent.'),
+  dnsblZones: optionalText('SLUICE_DNSBL_ZONES', 'DNS blocklist zones (RFC 5782) the enrich report asks about each mail server\'s address, comma-separated. Unset: none (most lists\' terms forbid unlicensed or public-resolver queries).'),
+  enrichCaFile: optionalText('SLUICE_ENRICH_CA_FILE', 'A PEM file of certificates trusted beside Node\'s roots when the enrich report fetches MTA-STS policies and RDAP over HTTPS (a private CA; tests use a test CA).'),
+  enrichHttpsPort: int('SLUICE_ENRICH_HTTPS_PORT', 443, 1, 65535, 'For tests only: the port MTA-STS policies are fetched from (RFC 8461 says 443).'),
+  enrichAllowPrivate: bool('SLUICE_ENRICH_ALLOW_PRIVATE', false, 'For tests only: lets the enrich report fetch MTA-STS policies, RDAP and Gravatar from loopback or private addresses. Off, the webhook address policy applies to every address it connects to.'),
+  enrichCacheSeconds: int('SLUICE_ENRICH_CACHE_SECONDS', 3_600, 0, 604_800, 'How long an enrich report is answered from the result cache (with `cached: true`) before it is built again from DNS, RDAP and the rest; 0: never cached.'),
+  enrichTimeoutMs: int('SLUICE_ENRICH_TIMEOUT_MS', 5_000, 100, 60_000, 'Time the enrich report allows each HTTPS request (MTA-STS policy, RDAP, Gravatar).'),
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -340,6 +363,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       hostConcurrency: read(s.smtpHostConcurrency),
       allowPrivate: read(s.smtpAllowPrivate),
       deadlineMs: read(s.validityDeadlineMs),
+    },
+    enrich: {
+      rdapBootstrap: read(s.rdapBootstrap),
+      gravatarUrl: read(s.gravatarUrl),
+      dnsblZones: (read(s.dnsblZones) ?? '').split(',').map((z) => z.trim().toLowerCase().replace(/\.$/, '')).filter((z) => z !== ''),
+      caFile: read(s.enrichCaFile),
+      httpsPort: read(s.enrichHttpsPort),
+      allowPrivate: read(s.enrichAllowPrivate),
+      timeoutMs: read(s.enrichTimeoutMs),
+      cacheSeconds: read(s.enrichCacheSeconds),
     },
   };
   if ((config.s3.accessKeyId === undefined) !== (config.s3.secretAccessKey === undefined)) {

@@ -5,6 +5,7 @@ import { IdempotencyStore } from '../api/idempotency-store.js';
 import { RateLimiter } from '../auth/rate-limiter.js';
 import { monitorServiceOf } from '../monitors/monitor-service.js';
 import type { Engine } from './open-engine.js';
+import { openEnricher } from './open-enrich.js';
 
 /** The API's dependencies over an open engine: the one place that wires the HTTP layer. */
 export function apiDeps(engine: Engine): ApiDeps {
@@ -29,6 +30,7 @@ export function apiDeps(engine: Engine): ApiDeps {
       metrics: { enabled: config.metrics.enabled, token: config.metrics.token },
       validityDeadlineMs: config.validity.deadlineMs,
     },
+    enrich: openEnricher(engine),
     ready: async () => {
       await deps.store.ping();
       await deps.objects.ping();

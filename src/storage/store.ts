@@ -1,5 +1,6 @@
 import type { SharedRecords } from '../shared/shared-records.js';
 import type { IpNetworkPort } from './ip-network-records.js';
+import type { ComplianceChecksPort } from './compliance-checks-port.js';
 import type { JobStatus } from './job-states.js';
 import type { BatchOutput, ChunkRecord, JobOptions, JobRecord, Lease, PhoneCountryCounts, RowCounters, StoredOutput } from './job-records.js';
 import type {
@@ -73,6 +74,7 @@ export interface Store {
   /** Code-host leak scans (spec 4.6). */
   readonly repoScans: RepoScansPort;
   readonly ipNetwork: IpNetworkPort;
+  readonly complianceChecks: ComplianceChecksPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -38,6 +38,8 @@ const OPERATIONS = [
   'POST /api/lookup/breaches/github',
   'GET /api/lookup/breaches/github/{id}',
   'POST /api/lookup/email/validity',
+  'POST /api/email/validity/enrich',
+  'POST /api/lookup/email/compliance',
   'POST /api/webhooks',
   'GET /api/webhooks',
   'PUT /api/webhooks',

@@ -89,6 +89,14 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   smtpHostConcurrency: (c) => c.validity.hostConcurrency,
   smtpAllowPrivate: (c) => c.validity.allowPrivate,
   validityDeadlineMs: (c) => c.validity.deadlineMs,
+  rdapBootstrap: (c) => c.enrich.rdapBootstrap,
+  gravatarUrl: (c) => c.enrich.gravatarUrl,
+  dnsblZones: (c) => (c.enrich.dnsblZones.length === 0 ? undefined : c.enrich.dnsblZones.join(',')),
+  enrichCaFile: (c) => c.enrich.caFile,
+  enrichHttpsPort: (c) => c.enrich.httpsPort,
+  enrichAllowPrivate: (c) => c.enrich.allowPrivate,
+  enrichTimeoutMs: (c) => c.enrich.timeoutMs,
+  enrichCacheSeconds: (c) => c.enrich.cacheSeconds,
   deferRetryMs: (c) => c.jobs.deferRetryMs,
 };
 

@@ -7,6 +7,10 @@ export interface FakeZone {
   mx?: { preference: number; exchange: string }[];
   a?: string[];
   aaaa?: string[];
+  /** TXT strings (SPF, DMARC, MTA-STS, TLS-RPT, BIMI, DKIM records). */
+  txt?: string[];
+  /** A validating resolver's answer: AD set when the query asked with the DO bit (RFC 3225). */
+  ad?: boolean;
   /** Answer this code for every type instead of records. */
   rcode?: 'SERVFAIL' | 'REFUSED' | 'NXDOMAIN';
   /** Never answer (a time-out for the client). */
@@ -49,7 +53,7 @@ export class DnsFake {
       const zone = this.zones.get(question.name.toLowerCase());
       if (zone?.silent) return;
       const reply = (): void => {
-        const response = this.answer(query.id ?? 0, question, zone);
+        const response = this.answer(query.id ?? 0, question, zone, doBit(query));
         socket.send(response, peer.port, peer.address);
       };
       if (this.latencyMs > 0) setTimeout(reply, this.latencyMs);
@@ -63,7 +67,7 @@ export class DnsFake {
     await new Promise<void>((resolve) => (this.socket ? this.socket.close(() => resolve()) : resolve()));
   }
 
-  private answer(id: number, question: dnsPacket.Question, zone: FakeZone | undefined): Buffer {
+  private answer(id: number, question: dnsPacket.Question, zone: FakeZone | undefined, dnssecOk = false): Buffer {
     const rcode = zone === undefined ? 'NXDOMAIN' : (zone.rcode ?? 'NOERROR');
     const ttl = zone?.ttl ?? 300;
     const answers: dnsPacket.Answer[] = [];
@@ -72,13 +76,26 @@ export class DnsFake {
       if (question.type === 'MX') for (const mx of zone.mx ?? []) answers.push({ type: 'MX', name, ttl, data: { preference: mx.preference, exchange: mx.exchange } });
       if (question.type === 'A') for (const a of zone.a ?? []) answers.push({ type: 'A', name, ttl, data: a });
       if (question.type === 'AAAA') for (const a of zone.aaaa ?? []) answers.push({ type: 'AAAA', name, ttl, data: a });
+      if (question.type === 'TXT') for (const t of zone.txt ?? []) answers.push({ type: 'TXT', name, ttl, data: chunks(t) });
     }
     return dnsPacket.encode({
       type: 'response',
       id,
-      flags: dnsPacket.RECURSION_AVAILABLE | dnsPacket.RECURSION_DESIRED | RCODE_NUMBERS[rcode],
+      flags: dnsPacket.RECURSION_AVAILABLE | dnsPacket.RECURSION_DESIRED | RCODE_NUMBERS[rcode] | (dnssecOk && zone?.ad ? dnsPacket.AUTHENTIC_DATA : 0),
       questions: [question],
       answers,
     });
   }
+}
+
+/** Whether the query carried an OPT record with the DO bit. */
+function doBit(query: dnsPacket.DecodedPacket): boolean {
+  return (query.additionals ?? []).some((a) => a.type === 'OPT' && ((a as { flags?: number }).flags ?? 0) & dnsPacket.DNSSEC_OK);
+}
+
+/** TXT strings longer than 255 octets go out as several character-strings, as real zones hold them. */
+function chunks(text: string): string[] {
+  const parts: string[] = [];
+  for (let i = 0; i < text.length; i += 255) parts.push(text.slice(i, i + 255));
+  return parts.length > 0 ? parts : [''];
 }

@@ -1,4 +1,5 @@
 import { BillingKeys } from '../billing-key.js';
+import { PgComplianceChecks } from './pg-compliance-checks.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { STORE_KINDS, type Store, type StoreHooks } from '../store.js';
 import { PgAudit } from './pg-audit.js';
@@ -59,6 +60,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     monitorResults: new PgMonitorResults(db),
     repoScans: new PgRepoScans(db),
     ipNetwork: new PgIpNetwork(db),
+    complianceChecks: new PgComplianceChecks(db),
     async ping() {
       await db.query('SELECT 1');
     },

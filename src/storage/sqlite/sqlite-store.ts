@@ -1,4 +1,5 @@
 import type { Store, StoreHooks } from '../store.js';
+import { SqliteComplianceChecks } from './sqlite-compliance-checks.js';
 import { billingKeysFor, openDatabase, type OpenDatabaseOptions } from './open-database.js';
 import { SqliteAudit } from './sqlite-audit.js';
 import { SqliteRepoScans } from './sqlite-repo-scans.js';
@@ -54,6 +55,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     monitorResults: new SqliteMonitorResults(db),
     repoScans: new SqliteRepoScans(db),
     ipNetwork: new SqliteIpNetwork(db),
+    complianceChecks: new SqliteComplianceChecks(db),
     async ping() {
       ping.get();
     },
