@@ -14,7 +14,7 @@ import { parseCountry } from '../../pipelines/phone-breaches.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 import { formatJob } from './format-job.js';
-import { ensureLocalAccount } from './local-account.js';
+import { ensureLocalAccount, LOCAL_ACCOUNT_ID } from './local-account.js';
 import { progressReporter } from './progress.js';
 
 export const RUN_USAGE =
@@ -132,11 +132,20 @@ export async function runJob(engine: Engine, input: RunInput): Promise<RunResult
 
 /** `sluice run --dry-run`: the file read as its job would read it; no job, no charge, nothing stored. */
 export async function estimateRun(engine: Engine, input: RunInput): Promise<DryRunEstimate> {
-  return estimateJob(engine.deps, await runRequest(engine, input), fs.createReadStream(input.file));
+  const { deps, config } = engine;
+  const request = await runRequest(engine, input, { dryRun: true });
+  if (await deps.billing.account(request.accountId)) return estimateJob(deps, request, fs.createReadStream(input.file));
+  // A new data dir: the local account does not exist yet, and a dry run stores nothing, so it is
+  // estimated as its first real run would find it: the grant, and nothing paid for yet.
+  const billing = Object.assign(Object.create(deps.billing) as typeof deps.billing, {
+    balance: async () => ({ credits: config.billing.defaultAccountCredits, reserved: 0 }),
+    freshlyBilled: async () => new Set<string>(),
+  });
+  return estimateJob({ ...deps, billing }, request, fs.createReadStream(input.file));
 }
 
 /** The job `sluice run` would make of its arguments, checked. */
-async function runRequest(engine: Engine, input: RunInput): Promise<{ accountId: string; type: string; options: JobOptions }> {
+async function runRequest(engine: Engine, input: RunInput, mode: { dryRun: boolean } = { dryRun: false }): Promise<{ accountId: string; type: string; options: JobOptions }> {
   const { deps, config } = engine;
   const stat = fs.statSync(input.file, { throwIfNoEntry: false });
   if (!stat?.isFile()) throw new AppError(ERROR_CODES.badArgument, `no such file: ${input.file}`);
@@ -161,7 +170,7 @@ async function runRequest(engine: Engine, input: RunInput): Promise<{ accountId:
     throw new AppError(ERROR_CODES.badArgument, '--country-column needs the header of the column holding each row\'s country');
   }
   const asked = parseLookups({ type: input.type ?? (input.lookups?.length ? undefined : 'gender'), column: input.column, lookup: input.lookups });
-  const accountId = input.accountId ?? (await ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now()));
+  const accountId = input.accountId ?? (mode.dryRun ? LOCAL_ACCOUNT_ID : await ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now()));
 
   return {
     accountId,

@@ -9,6 +9,7 @@ import { jobView } from '../job-view.js';
 import { refuseDeleted } from './job-delete-routes.js';
 import { openPartialResult } from '../../jobs/partial-results.js';
 import { receiveBulkUpload } from './upload.js';
+import { API_STEPS } from '../../jobs/job-service.js';
 
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } as const;
 
@@ -136,7 +137,7 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       }
       if (request.query.partial) reply.header('X-Sluice-Partial', 'false');
       // A fresh URL on every call, so an expired link is renewed by asking again.
-      const url = await deps.jobService.downloadUrl(job.id, request.query.filter, deps.settings.presignExpiresSeconds);
+      const url = await deps.jobService.downloadUrl(job.id, request.query.filter, deps.settings.presignExpiresSeconds, API_STEPS);
       reply.header('Cache-Control', 'no-store');
       if (request.query.format === 'json') return { download_url: url.url, expires_at: url.expiresAt.toISOString() };
       return reply.redirect(url.url, 302);
