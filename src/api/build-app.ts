@@ -28,6 +28,7 @@ import { monitorRoutes } from './routes/monitor-routes.js';
 import { monitorRunRoutes } from './routes/monitor-run-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 import { completeDocument } from './openapi/complete-document.js';
+import { countHttpRequests } from './http-metrics.js';
 
 /** JSON bodies are small everywhere; uploads go through multipart with their own limit. */
 const JSON_BODY_LIMIT = 64 * 1024;
@@ -100,6 +101,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   });
   if (clientLimits) guardSlowBodies(app.server, clientLimits, log);
   app.setValidatorCompiler(validatorCompiler());
+  countHttpRequests(app, deps.engine.metrics);
   // While shutting down, answer in-flight requests with Connection: close, so kept-alive
   // sockets do not hold the process open after the last response.
   let closing = false;
