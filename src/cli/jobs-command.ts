@@ -4,6 +4,7 @@ import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter, type JobStatus } from 
 import { AUDIT_ACTIONS, AuditLog } from '../auth/audit-log.js';
 import { deleteJob, refuseDeleted } from '../jobs/job-deletion.js';
 import { openPartialResult } from '../jobs/partial-results.js';
+import { deletionTimes } from '../jobs/job-deletion.js';
 import { jobActivity } from '../jobs/job-activity.js';
 import { jobSummary } from '../jobs/job-summary.js';
 import type { Engine } from '../jobs/engine.js';
@@ -43,11 +44,15 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
         offset: positiveInt(values.offset as string | undefined, '--offset', 0),
       });
       const at = jobService.activityClock();
-      const summaries = jobs.map((job) => ({ ...jobSummary(job), ...jobActivity(job, at) }));
+      const deleted = await deletionTimes(deps, jobs.map((job) => job.id));
+      const summaries = jobs.map((job) => {
+        const when = deleted.get(job.id);
+        return { ...jobSummary(job), ...jobActivity(job, at), deleted_at: when === undefined ? null : new Date(when).toISOString() };
+      });
       if (values.json) printJson(io, { jobs: summaries, total });
       else {
         for (const s of summaries) {
-          const note = s.stalled ? `stalled since ${s.stalled_since}: sluice jobs resume ${s.id}` : (s.reason ?? '');
+          const note = s.deleted_at ? `deleted ${s.deleted_at}: files gone` : s.stalled ? `stalled since ${s.stalled_since}: sluice jobs resume ${s.id}` : (s.reason ?? '');
           io.stdout.write(`${s.id}  ${s.type.padEnd(8)} ${s.status.padEnd(10)} ${`${s.percent}%`.padStart(6)}  ${s.rows.total ?? '?'} rows  ${s.credits_used} credits  ${note}\n`);
         }
         io.stdout.write(`${summaries.length} of ${total} jobs\n`);

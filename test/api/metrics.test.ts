@@ -140,7 +140,7 @@ describe('metrics outside the API', () => {
     };
     await expect(h.engine.jobService.get('job_missing')).rejects.toMatchObject({ statusCode: 404 });
     // Every operation is present at 0 from start (issue 33): a refusal leaves them all there.
-    expect(((await errors()).get('sluice_database_errors_total')?.metrics ?? []).filter((m: { value: string }) => m.value !== '0')).toEqual([]);
+    expect(((await errors()).get('sluice_database_errors_total')?.metrics ?? []).filter((m) => m.value !== '0')).toEqual([]);
     expect(value(await errors(), 'sluice_database_errors_total', { operation: 'jobs.get' })).toBe(0);
     await h.engine.deps.store.close();
     await expect(h.engine.deps.jobs.get('job_missing')).rejects.toThrow();

@@ -46,7 +46,7 @@ export const SCHEMAS = {
       eta_seconds: nullable('integer'),
       download_link: { type: 'boolean' },
       downloads: { type: ['object', 'null'], additionalProperties: str, description: 'Completed jobs: the download path per filter' },
-      deleted: { type: 'boolean' },
+      deleted_at: { ...nullable('string'), description: 'In lists: when the job was deleted (its files are gone, its reads answer 410); null otherwise' },
     },
     'A bulk job with its progress',
   ),
