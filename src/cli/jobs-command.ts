@@ -5,6 +5,7 @@ import { AUDIT_ACTIONS, AuditLog } from '../auth/audit-log.js';
 import { deleteJob, refuseDeleted } from '../jobs/job-deletion.js';
 import { openPartialResult } from '../jobs/partial-results.js';
 import { deletionTimes } from '../jobs/job-deletion.js';
+import { watchJob } from './watch-job.js';
 import { jobActivity } from '../jobs/job-activity.js';
 import { jobSummary } from '../jobs/job-summary.js';
 import type { Engine } from '../jobs/engine.js';
@@ -16,6 +17,7 @@ import { printRunResult, runInForeground } from './run-command.js';
 export const JOBS_USAGE = [
   'sluice jobs list [--status S] [--account ID] [--limit N] [--offset N] [--json]',
   'sluice jobs show ID [--json]',
+  'sluice jobs watch ID [--json]',
   'sluice jobs resume ID [--wait] [--out DIR] [--json]',
   'sluice jobs retry-failed ID [--json]',
   'sluice jobs cancel ID [--json]',
@@ -27,6 +29,13 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
   const [sub, ...rest] = args;
   const { jobService, deps } = engine;
   switch (sub) {
+    case 'watch': {
+      const { values, positionals } = parseCommand(rest, {}, 1);
+      const result = await watchJob(engine, positionals[0]!, values.json ? undefined : io.stderr);
+      printRunResult(io, result, values.json === true);
+      if (result.summary.status === JOB_STATUSES.completed && !values.json) io.stdout.write(`download the results with \`sluice jobs download ${result.summary.id} --out FILE\`\n`);
+      return result.exitCode;
+    }
     case 'list': {
       const { values } = parseCommand(
         rest,

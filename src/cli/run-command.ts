@@ -237,7 +237,7 @@ export async function runInForeground(engine: Engine, jobId: string, input: { ou
 }
 
 /** 0 completed, 3 paused (resumable), 130 interrupted (the job goes on in any worker), 1 otherwise. */
-function exitCodeFor(status: string): number {
+export function exitCodeFor(status: string): number {
   if (status === JOB_STATUSES.completed) return 0;
   if (status === JOB_STATUSES.paused) return 3;
   if (status === JOB_STATUSES.running || status === JOB_STATUSES.queued) return 130;
