@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
 import { parseCommand, type CliIo } from '../../src/cli/cli-io.js';
 import { runCommand } from '../../src/cli/run-command.js';
+import { monitorsCommand } from '../../src/cli/monitors-command.js';
 import { cliEnv, removeScratchDirs, runCli, scratchDir } from '../support/cli-process.js';
 import { engineScope, TEST_STORES, writeFile } from '../support/test-engine.js';
 
@@ -74,5 +76,24 @@ describe.each(TEST_STORES)('`sluice run --dry-run` on a new data dir, on %s', (k
     expect(await runCommand(e, [file, '--dry-run', '--json'], io)).toBe(0);
     expect(JSON.parse(out)).toMatchObject({ rows: 2, valid: 2, credits_needed: 2, balance: e.config.billing.defaultAccountCredits, available: e.config.billing.defaultAccountCredits });
     expect(await e.deps.billing.account('local')).toBeUndefined();
+  });
+});
+
+describe('`sluice monitors run`', () => {
+  const engines = engineScope();
+  afterEach(() => engines.closeAll());
+
+  it('says the run waits for a worker, and how to start one and follow it', async () => {
+    const e = await engines.open();
+    const account = await e.deps.billing.createAccount({ credits: 10, now: Date.now() });
+    const monitor = await e.deps.store.monitors.create(
+      { accountId: account.id, frequency: 'weekly', startAt: Date.now() + 86_400_000, now: Date.now(), id: randomUUID(), name: 'staff', type: 'email', trackedFields: ['breached'], changeDetection: 'any_change' },
+      { targets: ['anna.schmidt@example.com'] },
+    );
+    let out = '';
+    const stdout = new PassThrough().on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    const io = { stdout: stdout as unknown as NodeJS.WriteStream, stderr: new PassThrough() as unknown as NodeJS.WriteStream };
+    expect(await monitorsCommand(e, ['run', monitor.id, '--account', account.id], io)).toBe(0);
+    expect(out).toMatch(new RegExp(`It starts when a \`sluice worker\` or \`sluice serve\` runs on this data: start one if none does. Follow it with \`sluice monitors runs ${monitor.id} --account ${account.id}\``));
   });
 });
