@@ -15,6 +15,7 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 import { formatJob } from './format-job.js';
 import { ensureLocalAccount, LOCAL_ACCOUNT_ID } from './local-account.js';
+import { checkNamedColumns } from './column-check.js';
 import { progressReporter } from './progress.js';
 
 export const RUN_USAGE =
@@ -126,6 +127,7 @@ export interface RunInput {
 
 export async function runJob(engine: Engine, input: RunInput): Promise<RunResult> {
   const request = await runRequest(engine, input);
+  await checkNamedColumns(engine.deps, input.file, request);
   const job = await engine.jobService.submit({ ...request, body: fs.createReadStream(input.file), inputName: path.basename(input.file) });
   return runInForeground(engine, job.id, { outDir: input.outDir, progress: input.progress });
 }

@@ -97,3 +97,23 @@ describe('`sluice monitors run`', () => {
     expect(out).toMatch(new RegExp(`It starts when a \`sluice worker\` or \`sluice serve\` runs on this data: start one if none does. Follow it with \`sluice monitors runs ${monitor.id} --account ${account.id}\``));
   });
 });
+
+describe.each(TEST_STORES)('a mistyped --column, on %s', (kind) => {
+  const engines = engineScope(kind);
+  afterEach(() => engines.closeAll());
+
+  it('is refused before any job is made, naming the columns the file has', async () => {
+    const e = await engines.open();
+    const file = writeFile(e.dataDir, 'people.csv', 'e-mail,name\nmaria.rossi@example.com,Maria\n');
+    const io = { stdout: new PassThrough() as unknown as NodeJS.WriteStream, stderr: new PassThrough() as unknown as NodeJS.WriteStream };
+    const refusal = await runCommand(e, [file, '--column', 'emial'], io).then(
+      () => undefined,
+      (error: unknown) => error as { code: string; message: string },
+    );
+    expect(refusal?.code).toBe('bad_argument');
+    expect(refusal?.message).toContain('emial');
+    expect(refusal?.message).toContain('e-mail');
+    expect(refusal?.message).toContain('(nothing was submitted)');
+    expect((await e.deps.jobs.list({ limit: 10, offset: 0 })).total).toBe(0);
+  });
+});
