@@ -16,8 +16,22 @@ import { parseArgs } from 'node:util';
 import { ensureEmbeddedS3 } from '../src/storage/s3/embedded-s3-server.js';
 import { startPostgres } from './postgres-server.js';
 
+const USAGE = 'usage: node dist/bench/dev-services.js [--dir DIR]   (default DIR: /tmp/sluice-dev-services)';
+
+/** A usage mistake, said in one line with the usage, not as a stack trace. */
+class UsageError extends Error {}
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { dir: { type: 'string', default: '/tmp/sluice-dev-services' } } });
+  let values: { dir: string; help: boolean };
+  try {
+    ({ values } = parseArgs({ options: { dir: { type: 'string', default: '/tmp/sluice-dev-services' }, help: { type: 'boolean', short: 'h', default: false } } }));
+  } catch (e: unknown) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\nStarts a throwaway PostgreSQL and an S3 endpoint on loopback and writes DIR/env.sh with their settings.\n`);
+    return;
+  }
   const dir = path.resolve(values.dir);
   fs.mkdirSync(dir, { recursive: true });
   // Whoever waits for env.sh must not read the last run's, whose services are gone.
@@ -42,6 +56,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
+  if (e instanceof UsageError) {
+    process.stderr.write(`dev-services: ${e.message}\n${USAGE}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`dev-services: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   process.exit(1);
 });

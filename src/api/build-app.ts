@@ -34,6 +34,8 @@ import { listForm } from './routes/monitor-schemas.js';
 import { monitorRoutes } from './routes/monitor-routes.js';
 import { monitorRunRoutes } from './routes/monitor-run-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
+import { completeDocument } from './openapi/complete-document.js';
+import { countHttpRequests } from './http-metrics.js';
 
 /** JSON bodies are small everywhere; uploads go through multipart with their own limit. */
 const JSON_BODY_LIMIT = 64 * 1024;
@@ -45,9 +47,22 @@ const BULK_UPLOAD_BODY = {
     'multipart/form-data': {
       schema: {
         type: 'object',
-        required: ['type', 'file'],
+        required: ['file'],
+        // One lookup by `type`, several by `type` joined by commas, or one `lookup` field per lookup.
+        anyOf: [{ required: ['type'] }, { required: ['lookup'] }],
         properties: {
-          type: { type: 'string', enum: Object.keys(PIPELINES) },
+          type: {
+            type: 'string',
+            pattern: `^\\s*(${Object.keys(PIPELINES).join('|')})\\s*(,\\s*(${Object.keys(PIPELINES).join('|')})\\s*)*$`,
+            description: `The lookup, or several joined by commas: ${Object.keys(PIPELINES).join(', ')}`,
+          },
+          lookup: {
+            type: 'array',
+            items: { type: 'string', pattern: `^(${Object.keys(PIPELINES).join('|')})(:.+)?$` },
+            description: 'One field per lookup, `TYPE` or `TYPE:COLUMN` (instead of `type`)',
+          },
+          max_error_rate: { type: 'string', description: 'Share of rows (0 to 1, default 0.05) that may end as `error` before the job fails' },
+          dry_run: { type: 'string', enum: ['true', 'false'], description: 'Only estimate (as the query parameter)' },
           download_link: { type: 'string', enum: ['true', 'false'] },
           column: { type: 'string', description: 'Header of the key column; default: the pipeline\'s own (email, phone, company)' },
           default_country: {
@@ -93,6 +108,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   });
   if (clientLimits) guardSlowBodies(app.server, clientLimits, log);
   app.setValidatorCompiler(validatorCompiler());
+  countHttpRequests(app, deps.engine.metrics);
   // While shutting down, answer in-flight requests with Connection: close, so kept-alive
   // sockets do not hold the process open after the last response.
   let closing = false;
@@ -125,7 +141,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
       if (bulk) bulk.requestBody = BULK_UPLOAD_BODY;
       const lists = (openapiObject as { paths?: Record<string, Record<string, { requestBody?: { content: Record<string, unknown> } }>> }).paths?.['/api/lists']?.post;
       if (lists?.requestBody) lists.requestBody.content['multipart/form-data'] = { schema: listForm };
-      return openapiObject;
+      return completeDocument(openapiObject);
     },
   });
   await app.register(multipart, {

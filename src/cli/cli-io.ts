@@ -11,6 +11,9 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 /** parseArgs with our error code, so a typo is exit 2 with a message, not a stack trace. */
 export function parseCommand<O extends Options>(args: string[], options: O, positionals: number) {
   let parsed;
+  // parseArgs reads `-5` as an option and answers with its own advice about `--`: say what is wrong instead.
+  const negative = args.find((arg) => /^-\d/.test(arg));
+  if (negative !== undefined) throw new AppError(ERROR_CODES.badArgument, `"${negative}" is not accepted: numbers here are whole numbers of 0 or more`);
   try {
     parsed = parseArgs({ args, options: { ...options, json: { type: 'boolean', default: false } }, allowPositionals: true, strict: true });
   } catch (e: unknown) {

@@ -4,6 +4,8 @@ import { EXPORT_FILTERS, JOB_STATUSES, type ExportFilter, type JobStatus } from 
 import { AUDIT_ACTIONS, AuditLog } from '../auth/audit-log.js';
 import { deleteJob, refuseDeleted } from '../jobs/job-deletion.js';
 import { openPartialResult } from '../jobs/partial-results.js';
+import { deletionTimes } from '../jobs/job-deletion.js';
+import { watchJob } from './watch-job.js';
 import { jobActivity } from '../jobs/job-activity.js';
 import { jobSummary } from '../jobs/job-summary.js';
 import type { Engine } from '../jobs/engine.js';
@@ -15,6 +17,7 @@ import { printRunResult, runInForeground } from './run-command.js';
 export const JOBS_USAGE = [
   'sluice jobs list [--status S] [--account ID] [--limit N] [--offset N] [--json]',
   'sluice jobs show ID [--json]',
+  'sluice jobs watch ID [--json]',
   'sluice jobs resume ID [--wait] [--out DIR] [--json]',
   'sluice jobs retry-failed ID [--json]',
   'sluice jobs cancel ID [--json]',
@@ -26,6 +29,13 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
   const [sub, ...rest] = args;
   const { jobService, deps } = engine;
   switch (sub) {
+    case 'watch': {
+      const { values, positionals } = parseCommand(rest, {}, 1);
+      const result = await watchJob(engine, positionals[0]!, values.json ? undefined : io.stderr);
+      printRunResult(io, result, values.json === true);
+      if (result.summary.status === JOB_STATUSES.completed && !values.json) io.stdout.write(`download the results with \`sluice jobs download ${result.summary.id} --out FILE\`\n`);
+      return result.exitCode;
+    }
     case 'list': {
       const { values } = parseCommand(
         rest,
@@ -43,11 +53,15 @@ export async function jobsCommand(engine: Engine, args: string[], io: CliIo): Pr
         offset: positiveInt(values.offset as string | undefined, '--offset', 0),
       });
       const at = jobService.activityClock();
-      const summaries = jobs.map((job) => ({ ...jobSummary(job), ...jobActivity(job, at) }));
+      const deleted = await deletionTimes(deps, jobs.map((job) => job.id));
+      const summaries = jobs.map((job) => {
+        const when = deleted.get(job.id);
+        return { ...jobSummary(job), ...jobActivity(job, at), deleted_at: when === undefined ? null : new Date(when).toISOString() };
+      });
       if (values.json) printJson(io, { jobs: summaries, total });
       else {
         for (const s of summaries) {
-          const note = s.stalled ? `stalled since ${s.stalled_since}: sluice jobs resume ${s.id}` : (s.reason ?? '');
+          const note = s.deleted_at ? `deleted ${s.deleted_at}: files gone` : s.stalled ? `stalled since ${s.stalled_since}: sluice jobs resume ${s.id}` : (s.reason ?? '');
           io.stdout.write(`${s.id}  ${s.type.padEnd(8)} ${s.status.padEnd(10)} ${`${s.percent}%`.padStart(6)}  ${s.rows.total ?? '?'} rows  ${s.credits_used} credits  ${note}\n`);
         }
         io.stdout.write(`${summaries.length} of ${total} jobs\n`);

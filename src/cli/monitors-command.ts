@@ -119,7 +119,12 @@ export async function monitorsCommand(engine: Engine, args: string[], io: CliIo)
       const { values, positionals } = parseCommand(rest, { account: { type: 'string' } }, 1);
       const run = runView(await service.run(account(values), positionals[0]!));
       if (values.json) printJson(io, run);
-      else io.stdout.write(`run ${run.id} queued for monitor ${run.monitor_id}; the schedule is unchanged\n`);
+      // The CLI runs no worker: without one on this data the run would wait unseen, and `monitors show` list it as the last run.
+      else {
+        io.stdout.write(
+          `run ${run.id} queued for monitor ${run.monitor_id}; the schedule is unchanged. It starts when a \`sluice worker\` or \`sluice serve\` runs on this data: start one if none does. Follow it with \`sluice monitors runs ${run.monitor_id} --account ${account(values)}\`\n`,
+        );
+      }
       return 0;
     }
     case 'runs':

@@ -14,7 +14,8 @@ import { parseCountry } from '../../pipelines/phone-breaches.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { parseCommand, printJson, type CliIo } from './cli-io.js';
 import { formatJob } from './format-job.js';
-import { ensureLocalAccount } from './local-account.js';
+import { ensureLocalAccount, LOCAL_ACCOUNT_ID } from './local-account.js';
+import { checkNamedColumns } from './column-check.js';
 import { progressReporter } from './progress.js';
 
 export const RUN_USAGE =
@@ -126,17 +127,27 @@ export interface RunInput {
 
 export async function runJob(engine: Engine, input: RunInput): Promise<RunResult> {
   const request = await runRequest(engine, input);
+  await checkNamedColumns(engine.deps, input.file, request);
   const job = await engine.jobService.submit({ ...request, body: fs.createReadStream(input.file), inputName: path.basename(input.file) });
   return runInForeground(engine, job.id, { outDir: input.outDir, progress: input.progress });
 }
 
 /** `sluice run --dry-run`: the file read as its job would read it; no job, no charge, nothing stored. */
 export async function estimateRun(engine: Engine, input: RunInput): Promise<DryRunEstimate> {
-  return estimateJob(engine.deps, await runRequest(engine, input), fs.createReadStream(input.file));
+  const { deps, config } = engine;
+  const request = await runRequest(engine, input, { dryRun: true });
+  if (await deps.billing.account(request.accountId)) return estimateJob(deps, request, fs.createReadStream(input.file));
+  // A new data dir: the local account does not exist yet, and a dry run stores nothing, so it is
+  // estimated as its first real run would find it: the grant, and nothing paid for yet.
+  const billing = Object.assign(Object.create(deps.billing) as typeof deps.billing, {
+    balance: async () => ({ credits: config.billing.defaultAccountCredits, reserved: 0 }),
+    freshlyBilled: async () => new Set<string>(),
+  });
+  return estimateJob({ ...deps, billing }, request, fs.createReadStream(input.file));
 }
 
 /** The job `sluice run` would make of its arguments, checked. */
-async function runRequest(engine: Engine, input: RunInput): Promise<{ accountId: string; type: string; options: JobOptions }> {
+async function runRequest(engine: Engine, input: RunInput, mode: { dryRun: boolean } = { dryRun: false }): Promise<{ accountId: string; type: string; options: JobOptions }> {
   const { deps, config } = engine;
   const stat = fs.statSync(input.file, { throwIfNoEntry: false });
   if (!stat?.isFile()) throw new AppError(ERROR_CODES.badArgument, `no such file: ${input.file}`);
@@ -161,7 +172,7 @@ async function runRequest(engine: Engine, input: RunInput): Promise<{ accountId:
     throw new AppError(ERROR_CODES.badArgument, '--country-column needs the header of the column holding each row\'s country');
   }
   const asked = parseLookups({ type: input.type ?? (input.lookups?.length ? undefined : 'gender'), column: input.column, lookup: input.lookups });
-  const accountId = input.accountId ?? (await ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now()));
+  const accountId = input.accountId ?? (mode.dryRun ? LOCAL_ACCOUNT_ID : await ensureLocalAccount(deps.billing, config.billing.defaultAccountCredits, deps.clock.now()));
 
   return {
     accountId,
@@ -228,7 +239,7 @@ export async function runInForeground(engine: Engine, jobId: string, input: { ou
 }
 
 /** 0 completed, 3 paused (resumable), 130 interrupted (the job goes on in any worker), 1 otherwise. */
-function exitCodeFor(status: string): number {
+export function exitCodeFor(status: string): number {
   if (status === JOB_STATUSES.completed) return 0;
   if (status === JOB_STATUSES.paused) return 3;
   if (status === JOB_STATUSES.running || status === JOB_STATUSES.queued) return 130;

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import { JOB_STATUSES } from '../storage/job-states.js';
 import type { JobRecord, WorkLease } from '../storage/job-records.js';
@@ -96,10 +97,24 @@ export function ownerDead(owner: string): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
     process.kill(pid, 0);
-    return false;
   } catch (e: unknown) {
     // EPERM: it exists, as another user's process.
     return (e as NodeJS.ErrnoException).code !== 'EPERM';
+  }
+  // A process killed with -9 stays a zombie until its parent reaps it (a shell may take its time),
+  // and a zombie answers kill(pid, 0): its leases read as a live worker's, so a resume was refused
+  // as "running" and the job looked busy for up to a lease time (issue 33).
+  return isZombie(pid);
+}
+
+/** Linux: the state field of /proc/PID/stat, after the parenthesised command name. Elsewhere: not known, false. */
+function isZombie(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'Z' || state === 'X';
+  } catch {
+    return false;
   }
 }
 

@@ -49,3 +49,13 @@ export async function refuseDeleted(deps: EngineDeps, jobId: string): Promise<vo
   const deletion = await deps.store.retention.deletion(jobId);
   if (deletion) throw jobDeletedError(deletion);
 }
+
+/**
+ * When each of these jobs was deleted, for lists that show deleted jobs beside the others (their
+ * records stay): without the mark a listed job looked downloadable and answered 410. One point read
+ * per job of a page (at most a page's length).
+ */
+export async function deletionTimes(deps: Pick<EngineDeps, 'store'>, jobIds: readonly string[]): Promise<Map<string, number>> {
+  const found = await Promise.all(jobIds.map((id) => deps.store.retention.deletion(id)));
+  return new Map(found.flatMap((d) => (d ? [[d.jobId, d.deletedAt] as const] : [])));
+}

@@ -5,7 +5,8 @@ import { AppError, ERROR_CODES, isAppError } from '../shared/errors.js';
 import type { PresignedUrl } from '../storage/s3/object-store.js';
 import type { EngineDeps } from './engine-deps.js';
 import { deadHolders, jobActivity, liveHolders, type ActivityClock } from './job-activity.js';
-import { DEFAULT_MAX_ERROR_RATE, JOB_STATUSES, type ExportFilter } from '../storage/job-states.js';
+import { DEFAULT_MAX_ERROR_RATE, JOB_STATUSES, PAUSE_REASONS, type ExportFilter } from '../storage/job-states.js';
+import { FILE_ERROR_CODES } from './file-errors.js';
 import type { JobOptions, JobRecord } from '../storage/job-records.js';
 
 export interface SubmitJob {
@@ -94,6 +95,8 @@ export class JobService {
       }
       return this.deps.jobs.require(id);
     }
+    const stuck = await this.cannotProgress(job, steps);
+    if (stuck) throw stuck;
     try {
       const resumed = await this.deps.jobs.resume(id, this.deps.clock.now());
       this.deps.log.info({ jobId: id, accountId: resumed.accountId, status: resumed.status }, 'job resumed');
@@ -103,6 +106,30 @@ export class JobService {
       // Read again: the job may have moved since the first read (a top-up resumed it, a worker finished it).
       throw resumeRefusal((await this.deps.jobs.get(id)) ?? job, steps, this.deps.clock.now(), error);
     }
+  }
+
+  /**
+   * A resume that cannot make progress would only send the same `bulk.paused` or `bulk.failed`
+   * again: a job paused for credits while the account has none, or failed on its file, which has not
+   * changed. Refused with the reason and what to do instead.
+   */
+  private async cannotProgress(job: JobRecord, steps: NextSteps): Promise<AppError | undefined> {
+    if (job.status === JOB_STATUSES.paused && job.reason === PAUSE_REASONS.insufficientCredits && (await this.deps.billing.available(job.accountId)) <= 0) {
+      return new AppError(
+        ERROR_CODES.insufficientCredits,
+        `Job ${job.id} cannot be resumed yet: it paused because the account ran out of credits, and it has none available; ${steps.topUp(job.accountId)}, then resume it`,
+        { statusCode: 402 },
+      );
+    }
+    if (job.status === JOB_STATUSES.failed && job.reason !== null && FILE_ERROR_CODES.has(job.reason)) {
+      const fix = job.reason === ERROR_CODES.noKeyColumn || job.reason === ERROR_CODES.columnNotFound || job.reason === ERROR_CODES.ambiguousColumn ? steps.chooseColumn : 'fix the file';
+      return new AppError(
+        ERROR_CODES.invalidState,
+        `Job ${job.id} cannot be resumed: it failed on its file (${job.reason}${job.errorMessage ? `: ${job.errorMessage}` : ''}), which would fail the same way again; ${fix} and submit it as a new job`,
+        { statusCode: 409 },
+      );
+    }
+    return undefined;
   }
 
   /** Now, and the lease time that is also the grace before a job no worker holds counts as stalled. */
@@ -120,10 +147,11 @@ export class JobService {
     return this.deps.jobs.require(id);
   }
 
-  async resultKey(id: string, filter: ExportFilter): Promise<string> {
+  async resultKey(id: string, filter: ExportFilter, steps: NextSteps = CLI_STEPS): Promise<string> {
     const job = await this.deps.jobs.require(id);
     if (job.status !== JOB_STATUSES.completed) {
-      throw new AppError(ERROR_CODES.invalidState, `job ${id} is ${job.status}; results exist once it has completed`, { statusCode: 409 });
+      // A user who asks for an unfinished job's results wants what is done so far: say how to get it.
+      throw new AppError(ERROR_CODES.invalidState, `job ${id} is ${job.status}; the result files exist once it has completed; ${steps.partial(id, filter)}`, { statusCode: 409 });
     }
     const key = { all: job.resultAllKey, found: job.resultFoundKey, errors: job.resultErrorsKey }[filter];
     if (key === null) {
@@ -132,13 +160,13 @@ export class JobService {
     return key;
   }
 
-  async openResult(id: string, filter: ExportFilter): Promise<Readable> {
-    return this.deps.objects.getStream(await this.resultKey(id, filter));
+  async openResult(id: string, filter: ExportFilter, steps: NextSteps = CLI_STEPS): Promise<Readable> {
+    return this.deps.objects.getStream(await this.resultKey(id, filter, steps));
   }
 
   /** A fresh URL every time, so an expired link can always be renewed. */
-  async downloadUrl(id: string, filter: ExportFilter, expiresInSeconds: number): Promise<PresignedUrl> {
-    return this.deps.objects.presignGet(await this.resultKey(id, filter), {
+  async downloadUrl(id: string, filter: ExportFilter, expiresInSeconds: number, steps: NextSteps = CLI_STEPS): Promise<PresignedUrl> {
+    return this.deps.objects.presignGet(await this.resultKey(id, filter, steps), {
       expiresInSeconds,
       downloadName: `${id}-${filter}.csv`,
     });
@@ -149,6 +177,12 @@ export class JobService {
 export interface NextSteps {
   follow(id: string): string;
   download(id: string): string;
+  /** How to add credits to the account. */
+  topUp(accountId: string): string;
+  /** How to name the key column of a new job. */
+  chooseColumn: string;
+  /** How to get the rows an unfinished job has done so far. */
+  partial(id: string, filter: string): string;
   /** What starts a worker, for a queued job; empty where the caller cannot start one. */
   worker: string;
 }
@@ -156,12 +190,18 @@ export interface NextSteps {
 export const CLI_STEPS: NextSteps = {
   follow: (id) => `follow it with \`sluice jobs show ${id}\``,
   download: (id) => `download its results with \`sluice jobs download ${id} --out FILE\``,
+  topUp: (accountId) => `add credits with \`sluice accounts topup ${accountId} N\``,
+  chooseColumn: 'name the column that holds the keys with --column NAME',
+  partial: (id, filter) => `\`sluice jobs download ${id} --partial${filter === 'all' ? '' : ` --filter ${filter}`} --out FILE\` gives the rows done so far`,
   worker: '; if no `sluice worker` or `sluice serve` runs on this data, start one',
 };
 
 export const API_STEPS: NextSteps = {
   follow: (id) => `follow it with GET /api/jobs/${id}`,
   download: (id) => `download its results from GET /api/jobs/${id}/download`,
+  topUp: () => 'top up the account (GET /api/account shows what is available)',
+  chooseColumn: 'name the column that holds the keys in the `column` field',
+  partial: (id, filter) => `GET /api/jobs/${id}/download?${filter === 'all' ? '' : `filter=${filter}&`}partial=true gives the rows done so far`,
   worker: '',
 };
 

@@ -69,7 +69,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     { dataDir: config.dataDir, sqlite: config.sqlite, databaseUrl: config.database.url, poolSize: config.database.poolSize, sealKey },
     { jobEnded: jobEndEvent, jobPaused: jobPausedEvent },
   );
-  const metrics = createMetrics({ jobCounts: () => jobCounts(store) });
+  const metrics = createMetrics({ jobCounts: () => jobCounts(store), pendingDeliveries: () => store.deliveries.pendingCount() });
   countDatabaseErrors(store, metrics);
   const { objects, close: closeObjects } = overrides.objects ? { objects: overrides.objects, close: async () => undefined } : await openObjectStore(config, log, metrics);
   const { providers, remotes } = openProviders(config, store);
@@ -282,6 +282,8 @@ function countDatabaseErrors(store: Store, metrics: Metrics): void {
     for (const method of methodsOf(port)) {
       const original = (port as Record<string, unknown>)[method] as (...args: unknown[]) => unknown;
       const operation = `${portName}.${method}`;
+      // Present at 0 from start, so that an alert sees 0 before the first failure rather than no series.
+      metrics.databaseErrors.inc({ operation }, 0);
       (port as Record<string, unknown>)[method] = function (this: unknown, ...args: unknown[]) {
         const out = original.apply(port, args);
         if (!(out instanceof Promise)) return out;

@@ -10,6 +10,7 @@ import type { Config } from '../config/load-config.js';
 import { apiDeps } from './open-api.js';
 import type { Engine } from './open-engine.js';
 import { parseCommand, positiveInt, type CliIo } from '../cli/cli-io.js';
+import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { AddressInfo } from 'node:net';
 
 export const SERVE_USAGE = 'sluice serve [--port N] [--host 127.0.0.1|0.0.0.0] [--no-worker]';
@@ -25,7 +26,12 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   // Loopback unless asked: the API holds accounts and uploads, and the old default (every
   // interface) opened it to the whole network while the banner said 127.0.0.1.
   const host = (values.host as string | undefined)?.trim() || engine.config.host;
-  await app.listen({ port, host });
+  try {
+    await app.listen({ port, host });
+  } catch (e: unknown) {
+    await app.close();
+    throw listenError(e, host, port);
+  }
   const worker = engine.config.api.runWorker && !values['no-worker'] ? new Worker(engine.deps) : undefined;
   const sender = engine.config.webhooks.runSender ? webhookSender(engine.webhooks, engine.deps.clock, engine.deps.log, { pollMs: engine.config.jobs.pollMs, metrics: engine.deps.metrics }) : undefined;
   const working = worker?.run({ concurrency: engine.config.jobs.workerConcurrency }).finally(() => sender?.stop());
@@ -72,4 +78,15 @@ export function boundAddress(address: AddressInfo | string | null): string {
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const wildcard = address.address === '0.0.0.0' || address.address === '::';
   return `http://${host}:${address.port}${wildcard ? ' (all interfaces)' : ''}`;
+}
+
+/** A port in use or not ours to bind is a user's mistake: one line saying what to change, no stack. */
+export function listenError(e: unknown, host: string, port: number): unknown {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'EADDRINUSE') {
+    return new AppError(ERROR_CODES.badArgument, `port ${port} on ${host} is in use by another process; stop it, or choose another with --port N or SLUICE_PORT`, { cause: e });
+  }
+  if (code === 'EACCES') return new AppError(ERROR_CODES.badArgument, `not allowed to listen on port ${port} on ${host}; choose a port above 1023 with --port N or SLUICE_PORT`, { cause: e });
+  if (code === 'EADDRNOTAVAIL') return new AppError(ERROR_CODES.badArgument, `${host} is not an address of this machine; use --host 127.0.0.1 or 0.0.0.0`, { cause: e });
+  return e;
 }

@@ -1,5 +1,6 @@
 import { csvLine, escapeFormula } from '../jobs/csv-writer.js';
 import type { SnapshotRecord } from '../storage/monitor-result-records.js';
+import { LIST_SEPARATOR } from '../../pipelines/email-breaches.js';
 
 /**
  * The header of a run's results CSV: `target`, `has_changes`, one column per tracked field holding
@@ -10,11 +11,16 @@ export function resultCsvHeader(fields: readonly string[]): string[] {
   return ['target', 'has_changes', ...fields, 'changes'];
 }
 
-/** A value as one cell: text as it is, numbers and booleans as written, lists and objects as JSON, absent or null empty. */
+/**
+ * A value as one cell: text as it is, numbers and booleans as written, a list joined by `;` (the one
+ * form lists take in every CSV Sluice writes: job result files and a run's changes file too), any
+ * other object as JSON, absent or null empty.
+ */
 function cell(value: unknown): string {
   if (value === null || value === undefined) return '';
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value) && value.every((v) => typeof v !== 'object' || v === null)) return value.map((v) => (v === null ? '' : String(v))).join(LIST_SEPARATOR);
   return JSON.stringify(value);
 }
 

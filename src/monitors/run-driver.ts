@@ -29,7 +29,10 @@ export class MonitorRunDriver {
     const { store, clock } = this.deps.engine;
     const start = await store.monitorRuns.claimStart(this.owner, clock.now(), this.leaseMs);
     if (start) {
-      await this.leased(start, (s) => startRun(this.deps, start, s), signal);
+      await this.leased(start, async (s) => {
+        await startRun(this.deps, start, s);
+        this.deps.engine.metrics.monitorRunsStarted.inc();
+      }, signal);
       return true;
     }
     const compare = await store.monitorRuns.claimCompare(this.owner, clock.now(), this.leaseMs);
@@ -83,6 +86,7 @@ export class MonitorRunDriver {
       const status = job.status === JOB_STATUSES.cancelled ? 'cancelled' : 'failed';
       const reason = job.errorMessage ?? job.reason ?? `the run's job ${job.id} ${job.status}`;
       if (await engine.store.monitorRuns.finish({ ...ending, status, reason, events: [], now: engine.clock.now() })) {
+        engine.metrics.monitorRunsEnded.inc({ outcome: status });
         engine.log.warn({ runId: run.id, monitorId: monitor.id, jobId: job.id, status, reason }, 'monitor run ended without a comparison');
       }
       return;
@@ -99,6 +103,8 @@ export class MonitorRunDriver {
       events.push(highValueEvent(monitor, run, alerts, totals.alerts, now));
     }
     if (await engine.store.monitorRuns.finish({ ...ending, status: 'completed', reason: null, events, now })) {
+      engine.metrics.monitorRunsEnded.inc({ outcome: 'completed' });
+      engine.metrics.monitorChanges.inc(totals.changes);
       engine.log.info({ runId: run.id, monitorId: monitor.id, accountId: run.accountId, ...stats }, 'monitor run completed');
     }
   }

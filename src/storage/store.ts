@@ -436,6 +436,8 @@ export interface DeliveriesPort {
   redeliver(id: string, now: number): Promise<boolean>;
   /** When the next pending delivery falls due or its claim runs out. */
   nextDueAt(): Promise<number | undefined>;
+  /** Deliveries waiting to be sent or retried (of webhooks active and not deleted): the operator's backlog gauge. */
+  pendingCount(): Promise<number>;
 }
 
 export interface BreachesPort {

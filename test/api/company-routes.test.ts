@@ -1,3 +1,4 @@
+import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { importCompanies } from '../../src/cli/import-command.js';
@@ -122,7 +123,7 @@ describe('POST /api/agent/company', () => {
 });
 
 describe('POST /api/bulk-company-search', () => {
-  it('answers each query with a company or null, at 1 credit per query answered with a company', async () => {
+  it('answers each query with a company or null, at 1 credit per query (spec 8), a query that found none included', async () => {
     const h = await harness();
     const { id, key } = await newAccount(h, { credits: 10 });
     const response = await bulk(h, key, { queries: ['Acme', 'globex.com', 'Nonexistent Holdings', 'Acme'] });
@@ -134,9 +135,24 @@ describe('POST /api/bulk-company-search', () => {
         { query: 'Nonexistent Holdings', company: null },
         { query: 'Acme', company: { name: 'Acme', industry: 'Manufacturing', size: 1200, domain: 'acme.com', country: 'US', website: 'https://acme.com', score: 1 } },
       ],
-      credits_used: 3,
+      credits_used: 4,
     });
-    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(7);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(6);
+  });
+
+  it('charges nothing when the search fails for a while (a transient failure is free), and 1 per query once it runs', async () => {
+    const h = await harness();
+    const { id, key } = await newAccount(h, { credits: 10 });
+    const providers = h.engine.deps.providers as Map<string, LookupProvider>;
+    const real = providers.get('company')!;
+    providers.set('company', { ...real, name: 'failing-company', lookup: async () => { throw new Error('connection reset'); } });
+    const failed = await bulk(h, key, { queries: ['Acme', 'Nonexistent Holdings'] });
+    expect([502, 503]).toContain(failed.statusCode);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(10);
+    providers.set('company', real);
+    const ran = await bulk(h, key, { queries: ['Acme', 'Nonexistent Holdings'] });
+    expect(json(ran).credits_used).toBe(2);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(8);
   });
 
   it('takes 100 queries and refuses 101, an empty list or a blank query with 422, charging nothing', async () => {
@@ -150,9 +166,9 @@ describe('POST /api/bulk-company-search', () => {
     expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(1000);
     const full = await bulk(h, key, { queries: Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? 'Acme' : `Company ${i}`)) });
     expect(full.statusCode).toBe(200);
-    expect(json(full)).toMatchObject({ credits_used: 50 });
+    expect(json(full)).toMatchObject({ credits_used: 100 });
     expect(json(full).results).toHaveLength(100);
-    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(950);
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(900);
   });
 
   it('is all or nothing: 402 when the balance cannot cover every query; 401 in the standard shape', async () => {

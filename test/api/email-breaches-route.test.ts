@@ -68,14 +68,14 @@ describe('POST /api/lookup/email/breaches', () => {
   it('refuses what is not one address with 400 and its code, and a body without email with 422, all free', async () => {
     const h = await harness();
     const { id, key } = await newAccount(h, { credits: 5 });
-    for (const [email, code] of [
-      ['not an email', 'invalid_email'],
-      ['   ', 'empty_value'],
-      ['a@example.com, b@example.com', 'multiple_addresses'],
+    for (const [email, code, message] of [
+      ['not an email', 'invalid_email', 'Invalid email address'],
+      ['   ', 'empty_value', 'Email address is empty'],
+      ['a@example.com, b@example.com', 'multiple_addresses', 'One email address per lookup: this value holds several; look them up one at a time, or upload them as a bulk job'],
     ] as const) {
       const response = await post(h, key, { email });
       expect(response.statusCode, email).toBe(400);
-      expect(json(response)).toMatchObject({ code });
+      expect(json(response)).toEqual({ code, error: message });
     }
     for (const payload of [{}, { email: 42 }]) {
       const response = await post(h, key, payload);

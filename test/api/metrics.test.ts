@@ -139,7 +139,9 @@ describe('metrics outside the API', () => {
       return new Map(parsePrometheusTextFormat(text).map((f) => [f.name, f]));
     };
     await expect(h.engine.jobService.get('job_missing')).rejects.toMatchObject({ statusCode: 404 });
-    expect((await errors()).get('sluice_database_errors_total')?.metrics ?? []).toEqual([]);
+    // Every operation is present at 0 from start (issue 33): a refusal leaves them all there.
+    expect(((await errors()).get('sluice_database_errors_total')?.metrics ?? []).filter((m) => m.value !== '0')).toEqual([]);
+    expect(value(await errors(), 'sluice_database_errors_total', { operation: 'jobs.get' })).toBe(0);
     await h.engine.deps.store.close();
     await expect(h.engine.deps.jobs.get('job_missing')).rejects.toThrow();
     expect(value(await errors(), 'sluice_database_errors_total', { operation: 'jobs.get' })).toBe(1);

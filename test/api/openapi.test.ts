@@ -242,7 +242,11 @@ describe('what the document says matches what the routes do', () => {
     const form = content['multipart/form-data']?.schema;
     expect(form, 'no multipart/form-data request body').toBeDefined();
     expect(Object.keys(form.properties ?? {})).toEqual(expect.arrayContaining(['type', 'download_link', 'file']));
-    expect(form.required ?? []).toEqual(expect.arrayContaining(['type', 'file']));
+    expect(form.required ?? []).toEqual(expect.arrayContaining(['file']));
+    // `type` (one lookup or several joined by commas) or one `lookup` field per lookup.
+    expect(form.anyOf).toEqual([{ required: ['type'] }, { required: ['lookup'] }]);
+    expect(new RegExp(form.properties.type.pattern).test('gender,email_breaches')).toBe(true);
+    expect(new RegExp(form.properties.type.pattern).test('gender,horoscope')).toBe(false);
   });
 
   it('documents both bodies of POST /api/lists (JSON targets, or a CSV form) and the monitor shapes', () => {

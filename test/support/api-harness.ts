@@ -16,6 +16,7 @@ import { silentLogger } from '../../src/shared/logger.js';
 import { MemoryObjectStore } from '../../src/storage/s3/memory-object-store.js';
 import type { StoreKind } from '../../src/storage/store.js';
 import { openTestEngine, storeEnv, type TestEngine } from './test-engine.js';
+import { assertResponsesDocumented, watchResponses } from './openapi-watch.js';
 
 /** A real engine (temp data dir, embedded S3) with the API built on top of it. */
 export interface ApiHarness {
@@ -32,6 +33,7 @@ export async function openApiHarness(env: Record<string, string> = {}, clock?: C
   const engine = await openTestEngine(env, clock, overrides);
   const deps = apiDeps(engine);
   const app = await buildApp(deps, silentLogger());
+  watchResponses(app);
   const harness: ApiHarness = { engine, deps, app };
   open.push(harness);
   return harness;
@@ -55,6 +57,7 @@ export async function closeHarnesses(): Promise<void> {
     await h.engine.close().catch(() => undefined);
   }
   for (const drop of databases.splice(0)) await drop();
+  assertResponsesDocumented();
 }
 
 /** Listens on a real loopback socket (port 0) and remembers the base URL. */

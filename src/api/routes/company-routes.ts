@@ -19,7 +19,7 @@ export const MAX_BULK_QUERIES = 100;
 const BULK_BODY_LIMIT = 128 * 1024;
 
 const AGENT_DESCRIPTION = `Body: \`query\`, a company name or domain. Answers \`company\`, \`results\` (candidate companies with a \`score\` of at least ${COMPANY_MATCH_THRESHOLD}, from 0 to 1, best first, at most 5), \`profile\` (the best, or null), \`total\` and \`credits\`: 1 credit per result returned, 0 when nothing is found.`;
-const BULK_DESCRIPTION = `Body: \`queries\`, 1 to ${MAX_BULK_QUERIES} company names or domains. Each result's \`company\` is the best match with a \`score\` of at least ${COMPANY_MATCH_THRESHOLD}, or null. 1 credit per query answered with a company, all or nothing.`;
+const BULK_DESCRIPTION = `Body: \`queries\`, 1 to ${MAX_BULK_QUERIES} company names or domains. Each result's \`company\` is the best match with a \`score\` of at least ${COMPANY_MATCH_THRESHOLD}, or null. 1 credit per query (spec 8), whether or not it found a company, all or nothing; a search that could not run (502, 503) charges nothing.`;
 const BULK_BODY = {
   type: 'object',
   required: ['queries'],
@@ -88,14 +88,13 @@ export async function companyRoutes(app: FastifyInstance, deps: ApiDeps): Promis
 }
 
 /**
- * Every query answered, then 1 credit per query answered with a confident company (repeats
- * included) in one charge: all or nothing, so a 402 or a failed lookup costs nothing. The price is
- * known only once the queries are answered, so an empty balance is refused before the lookups
- * and a short one by the charge's transaction. Answers come from the shared result cache where
+ * Every query answered, then 1 credit per query (spec 8, repeats included) in one charge: all or
+ * nothing, so a 402 or a failed lookup costs nothing. A balance short of the price is refused
+ * before the lookups, and one that shrank meanwhile by the charge's transaction. Answers come from the shared result cache where
  * fresh, as a single lookup's do.
  */
 async function searchAll(deps: EngineDeps, accountId: string, keys: string[]): Promise<{ answers: Map<string, CompanyResult>; credits: number }> {
-  if ((await deps.billing.available(accountId)) <= 0) throw insufficient();
+  if ((await deps.billing.available(accountId)) < keys.length) throw insufficient();
   const provider = deps.providers.get(COMPANY_KIND);
   if (!provider) throw unavailable();
   const since = deps.clock.now() - deps.repeatFreeDays * DAY_MS;
@@ -108,7 +107,9 @@ async function searchAll(deps: EngineDeps, accountId: string, keys: string[]): P
       answers.set(key, outcome.result as CompanyResult);
     }
   }
-  const credits = keys.filter((key) => confidentResults(answers.get(key)!).length > 0).length;
+  // Spec 8: 1 per query. A search that ran and found no confident match has answered its query; a
+  // transient failure threw above, before any charge.
+  const credits = keys.length;
   const paid = await deps.billing.commitLookup({
     accountId,
     kind: COMPANY_KIND,

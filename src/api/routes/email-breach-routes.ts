@@ -76,7 +76,7 @@ export async function emailBreachRoutes(app: FastifyInstance, deps: ApiDeps): Pr
       if (answer.ok) return { email: answer.key, breach_info: answer.result.breach_info, credits: answer.credits, cached: answer.cached };
       switch (answer.reason) {
         case 'invalid':
-          throw httpError(400, answer.code as ErrorCode, 'Invalid email address');
+          throw httpError(400, answer.code as ErrorCode, refusalMessage(answer.code));
         case 'insufficient_credits':
           throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
         case 'unavailable':
@@ -88,4 +88,11 @@ export async function emailBreachRoutes(app: FastifyInstance, deps: ApiDeps): Pr
       }
     },
   );
+}
+
+/** `invalid_email` keeps the spec's words; the other refusals say what was wrong and what to send. */
+function refusalMessage(code: string): string {
+  if (code === ERROR_CODES.multipleAddresses) return 'One email address per lookup: this value holds several; look them up one at a time, or upload them as a bulk job';
+  if (code === ERROR_CODES.emptyValue) return 'Email address is empty';
+  return 'Invalid email address';
 }

@@ -9,6 +9,8 @@ import { jobView } from '../job-view.js';
 import { refuseDeleted } from './job-delete-routes.js';
 import { openPartialResult } from '../../jobs/partial-results.js';
 import { receiveBulkUpload } from './upload.js';
+import { API_STEPS } from '../../jobs/job-service.js';
+import { deletionTimes } from '../../jobs/job-deletion.js';
 
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } as const;
 
@@ -86,7 +88,12 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     async (request) => {
       const { limit, offset, status } = request.query;
       const { jobs, total } = await deps.engine.jobs.list({ accountId: request.caller!.accountId, status, limit, offset });
-      return { jobs: jobs.map((job) => jobView(job, deps.jobService.activityClock())), total, limit, offset };
+      const deleted = await deletionTimes(deps.engine, jobs.map((job) => job.id));
+      const view = (job: JobRecord) => {
+        const at = deleted.get(job.id);
+        return { ...jobView(job, deps.jobService.activityClock()), deleted_at: at === undefined ? null : new Date(at).toISOString() };
+      };
+      return { jobs: jobs.map(view), total, limit, offset };
     },
   );
 
@@ -136,7 +143,7 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       }
       if (request.query.partial) reply.header('X-Sluice-Partial', 'false');
       // A fresh URL on every call, so an expired link is renewed by asking again.
-      const url = await deps.jobService.downloadUrl(job.id, request.query.filter, deps.settings.presignExpiresSeconds);
+      const url = await deps.jobService.downloadUrl(job.id, request.query.filter, deps.settings.presignExpiresSeconds, API_STEPS);
       reply.header('Cache-Control', 'no-store');
       if (request.query.format === 'json') return { download_url: url.url, expires_at: url.expiresAt.toISOString() };
       return reply.redirect(url.url, 302);

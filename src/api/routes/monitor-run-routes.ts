@@ -72,7 +72,7 @@ export async function monitorRunRoutes(app: FastifyInstance, deps: ApiDeps): Pro
       schema: {
         tags: ['monitors'],
         description:
-          "The run's snapshots as CSV, in the run's input order, streamed as `monitor-<id>-run-<runId>.csv`. Columns: `target`, `has_changes` (true or false), one per tracked field of the monitor holding its value in this run (text as it is, numbers and booleans as written, lists and objects as JSON, empty when absent), and `changes`, the JSON of `{field: {old, new}}` (empty when nothing changed). Cells a spreadsheet would run as a formula start with `'`.",
+          "The run's snapshots as CSV, in the run's input order, streamed as `monitor-<id>-run-<runId>.csv`. Columns: `target`, `has_changes` (true or false), one per tracked field of the monitor holding its value in this run (text as it is, numbers and booleans as written, lists joined by `;` as in job result files, other objects as JSON, empty when absent), and `changes`, the JSON of `{field: {old, new}}` (empty when nothing changed). Cells a spreadsheet would run as a formula start with `'`.",
         params: runParams,
         querystring: { type: 'object', properties: { changes_only: changesOnly } },
         response: { 200: { description: 'The CSV (text/csv)', type: 'string' }, ...resultErrorResponses },

@@ -242,6 +242,14 @@ export class PgDeliveries implements DeliveriesPort {
     );
     return rows[0]?.at ?? undefined;
   }
+
+  async pendingCount(): Promise<number> {
+    const { rows } = await this.db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+        WHERE d.status = 'pending' AND w.deleted_at IS NULL AND w.is_active`,
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
 }
 
 function fromRow(row: Row): Delivery {

@@ -80,6 +80,10 @@ export class SqliteDeliveries implements DeliveriesPort {
         `SELECT min(max(d.next_attempt_at, coalesce(d.claimed_until, 0))) AS at FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
           WHERE d.status = 'pending' AND w.deleted_at IS NULL AND w.is_active = 1`,
       ),
+      pendingCount: db.prepare(
+        `SELECT count(*) AS n FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+          WHERE d.status = 'pending' AND w.deleted_at IS NULL AND w.is_active = 1`,
+      ),
     };
   }
 
@@ -168,6 +172,10 @@ export class SqliteDeliveries implements DeliveriesPort {
 
   async nextDueAt(): Promise<number | undefined> {
     return (this.s.nextDue.get() as { at: number | null }).at ?? undefined;
+  }
+
+  async pendingCount(): Promise<number> {
+    return (this.s.pendingCount.get() as { n: number }).n;
   }
 
   private read(id: string): Delivery | undefined {

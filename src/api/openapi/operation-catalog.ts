@@ -1,0 +1,404 @@
+import { PIPELINES } from '../../../pipelines/index.js';
+import { int, nullable, object, ref, str, webhookEnvelope } from './schemas.js';
+
+/**
+ * What the route declarations do not say of each operation: its id, a summary, the statuses it
+ * answers beyond the ones every route of its kind answers (see complete-document.ts), and the
+ * bodies that routes read by hand. A route's own schema wins where it has one. A route missing
+ * here fails test/api/openapi-lint.test.ts and the response check of the API harness by name.
+ */
+export interface OperationEntry {
+  operationId: string;
+  summary: string;
+  /** Used only when the route declares none. */
+  description?: string;
+  /** Statuses this operation answers beyond the generic ones, each with what it means here. */
+  errors?: Record<number, string>;
+  /** Success responses to document when the route declares no body schema for them. */
+  ok?: Record<number, { description: string; content?: Record<string, { schema: unknown }>; headers?: Record<string, unknown> }>;
+  /** Statuses whose body, described by the route's own schema, is of this media type, not JSON. */
+  mediaTypes?: Record<number, string>;
+  /** A body the route reads by hand. */
+  requestBody?: { required: boolean; content: Record<string, { schema: unknown }> };
+  /** Request headers the route reads. */
+  headers?: Array<{ name: string; description: string; schema: unknown }>;
+}
+
+const json = (schema: unknown) => ({ 'application/json': { schema } });
+const jsonBody = (schema: unknown, required = true) => ({ required, content: json(schema) });
+const JOB = ref('Job');
+const PHONE_JOB = {
+  allOf: [
+    JOB,
+    object(['feature'], {
+      feature: { type: 'string', enum: ['breaches'] },
+      download_urls: { type: 'object', description: 'Completed jobs: a fresh presigned URL per filter', additionalProperties: object(['download_url', 'expires_at'], { download_url: str, expires_at: str }) },
+    }),
+  ],
+};
+const ID_BODY = object(['id'], { id: { type: 'string', description: 'The webhook id' } });
+const QUERY_BODY = (what: string) => object(['query'], { query: { type: 'string', description: what } });
+const WEBHOOK_FIELDS = {
+  url: { type: 'string', description: 'HTTPS address the events are POSTed to (generic webhooks)' },
+  events: { type: 'array', items: str, minItems: 1 },
+  description: { type: 'string', maxLength: 500 },
+  is_active: { type: 'boolean' },
+  kind: { type: 'string', enum: ['generic', 'telegram'] },
+  telegram_bot_token: str,
+  telegram_chat_id: str,
+};
+const LOOKUP_TYPES = Object.keys(PIPELINES).join(', ');
+const GENDER_ANSWER = object(['email', 'gender', 'probability', 'credits'], {
+  email: str,
+  gender: { type: 'string', enum: ['male', 'female', 'unknown'] },
+  country: nullable('string'),
+  probability: { type: 'number' },
+  credits: int,
+  cached: { type: 'boolean' },
+});
+const COMPANY_CANDIDATE = object(['name'], { name: str, domain: nullable('string'), industry: nullable('string'), employee_count: nullable('integer'), country: nullable('string'), website: nullable('string'), score: { type: 'number' } });
+const REDIRECT = {
+  description: 'Redirect to a fresh presigned URL of the file',
+  headers: { Location: { $ref: '#/components/headers/Location' } },
+};
+
+export const OPERATION_CATALOG: Record<string, OperationEntry> = {
+  'GET /healthz': {
+    operationId: 'getHealth',
+    summary: 'Liveness: the process answers',
+    description: 'Answers 200 while the process runs; no key needed.',
+    ok: { 200: { description: 'Alive', content: json(ref('Status')) } },
+  },
+  'GET /readyz': {
+    operationId: 'getReadiness',
+    summary: 'Readiness: the database and the object store answer',
+    description: 'Answers 200 when the store and the object store answer, else 503 `{status: not_ready}`; no key needed.',
+    ok: { 200: { description: 'Ready', content: json(ref('Status')) }, 503: { description: 'not_ready: the database or the object store does not answer', content: json(ref('Status')) } },
+  },
+  'POST /api/auth/login': {
+    operationId: 'login',
+    summary: 'Log in with email and password',
+    description: 'Gives a session token to create API keys with (spec 4.1).',
+    ok: {
+      200: {
+        description: 'A session token and the user',
+        content: json(object(['token', 'expires_at', 'user'], { token: str, expires_at: str, user: object(['id', 'email'], { id: str, email: str }) })),
+      },
+    },
+  },
+  'POST /api/auth/logout': { operationId: 'logout', summary: 'End a session', description: 'The session token given as Bearer stops working.' },
+  'POST /api/keys': {
+    operationId: 'createKeyWithSession',
+    summary: 'Create an admin API key with a session token',
+    description: 'Spec 4.1: Bearer is the session token from login; body `name`.',
+    requestBody: jsonBody(object(['name'], { name: { type: 'string', maxLength: 200 } })),
+    ok: { 200: { description: 'The new key, whose secret is shown this once', content: json(object(['id', 'key', 'name', 'created_at'], { id: str, key: str, name: str, created_at: str })) } },
+    errors: { 400: 'Name is required', 422: 'name is not a string, or too long' },
+  },
+  'GET /api/account/audit': {
+    operationId: 'listAuditEntries',
+    summary: 'The account\'s audit log, newest first',
+    ok: {
+      200: {
+        description: 'A page of entries; `next_before` asks for the next (older) page',
+        content: json(
+          object(['entries', 'next_before'], {
+            entries: {
+              type: 'array',
+              items: object(['id', 'at', 'action', 'actor'], { id: int, at: str, action: str, actor: object(['type'], { type: str, id: nullable('string'), name: nullable('string') }), target_id: nullable('string'), source_ip: nullable('string'), user_agent: nullable('string') }),
+            },
+            next_before: nullable('integer'),
+          }),
+        ),
+      },
+    },
+    errors: { 403: 'Only an admin key reads the audit log' },
+  },
+  'POST /api/account/keys': {
+    operationId: 'createKey',
+    summary: 'Create an API key',
+    requestBody: jsonBody(object(['name'], { name: { type: 'string', maxLength: 200 }, role: { type: 'string', enum: ['admin', 'tech', 'readonly'] } })),
+    ok: { 200: { description: 'The new key, whose secret is shown this once', content: json({ allOf: [ref('ApiKey'), object(['key'], { key: str })] }) } },
+    errors: { 400: 'Name is required', 403: 'A readonly key, or a non-admin key asking for an admin key', 422: 'name or role invalid' },
+  },
+  'GET /api/account/keys': {
+    operationId: 'listKeys',
+    summary: 'List the account\'s API keys (never their secrets)',
+    description: 'Every key of the account, with its prefix, role and whether it is active.',
+    ok: { 200: { description: 'The keys', content: json(object(['keys', 'total'], { keys: { type: 'array', items: ref('ApiKey') }, total: int })) } },
+  },
+  'PATCH /api/account/keys': {
+    operationId: 'setKeyActive',
+    summary: 'Enable or disable an API key',
+    ok: { 200: { description: 'Done', content: json(ref('Message')) } },
+    errors: { 400: 'id and action are required', 403: 'A readonly key, or a key of a higher role', 404: 'No such key', 409: 'The key is revoked' },
+  },
+  'GET /api/account/keys/reveal': {
+    operationId: 'revealKey',
+    summary: 'Show a new key\'s secret again, within its reveal window',
+    ok: { 200: { description: 'The secret', content: json(object(['key'], { key: str })) } },
+    errors: { 400: 'id is required and must be a UUID', 403: 'Not an admin key, nor the key itself', 404: 'No such key', 410: 'The reveal window is over' },
+  },
+  'POST /api/jobs/bulk': {
+    operationId: 'createBulkJob',
+    summary: 'Upload a CSV and start a bulk job (or estimate it with dry_run)',
+    ok: { 202: { description: 'The queued job (an Idempotency-Key retry answers with the same job)', content: json(JOB) } },
+    headers: [{ name: 'Idempotency-Key', description: 'Makes a retry safe: the same key and request give the same job, once (1 to 255 characters)', schema: { type: 'string', minLength: 1, maxLength: 255 } }],
+    errors: {
+      402: 'insufficient_credits: nothing available to spend',
+      403: 'A readonly key',
+      409: 'idempotency_in_flight: a request with this Idempotency-Key is still in progress',
+      413: 'The file is larger than allowed',
+      415: 'Not a multipart/form-data body',
+      422: `A field is invalid (type must be among ${LOOKUP_TYPES}), the file is missing or not a readable CSV, or the Idempotency-Key was used with another request`,
+    },
+  },
+  'GET /api/jobs': {
+    operationId: 'listJobs',
+    summary: 'List the account\'s jobs, newest first',
+    description: 'Paged with `limit` and `offset`; `status` filters.',
+    ok: { 200: { description: 'A page of jobs', content: json(object(['jobs', 'total', 'limit', 'offset'], { jobs: { type: 'array', items: JOB }, total: int, limit: int, offset: int })) } },
+  },
+  'GET /api/jobs/{id}': {
+    operationId: 'getJob',
+    summary: 'A job and its progress',
+    description: 'Counts, percent, stall state, rate and estimated time left; download paths once completed.',
+    ok: { 200: { description: 'The job', content: json(JOB) } },
+    errors: { 410: 'The job was deleted' },
+  },
+  'DELETE /api/jobs/{id}': { operationId: 'deleteJob', summary: 'Delete a finished job and its files', errors: { 403: 'A readonly key', 410: 'Already deleted' } },
+  'GET /api/jobs/{id}/download': {
+    operationId: 'downloadJobResults',
+    summary: 'Download a job\'s result CSV (or its rows so far, with partial=true)',
+    ok: {
+      200: {
+        description: 'With `format=json`: a fresh presigned URL. With `partial=true` on an unfinished job: the CSV itself, marked partial',
+        content: {
+          'application/json': { schema: object(['download_url', 'expires_at'], { download_url: str, expires_at: str }) },
+          'text/csv': { schema: { type: 'string' } },
+        },
+        headers: {
+          'X-Sluice-Partial': { description: 'With partial=true: whether the file is partial', schema: { type: 'string', enum: ['true', 'false'] } },
+          'X-Sluice-Rows-Included': { description: 'Partial files: rows in this file', schema: { type: 'string' } },
+          'X-Sluice-Rows-Total': { description: 'Partial files: rows of the job', schema: { type: 'string' } },
+        },
+      },
+      302: REDIRECT,
+    },
+    errors: { 409: 'The job has no result yet (unfinished without partial=true, or not split yet); the message says to ask with partial=true', 410: 'The job was deleted' },
+  },
+  'POST /api/jobs/{id}/cancel': {
+    operationId: 'cancelJob',
+    summary: 'Cancel a job',
+    description: 'Stops a queued, running or paused job; what it charged stays charged, partial results stay downloadable.',
+    ok: { 200: { description: 'The cancelled job', content: json(JOB) } },
+    errors: { 403: 'A readonly key', 409: 'The job has already ended', 410: 'The job was deleted' },
+  },
+  'POST /api/jobs/{id}/retry-failed': {
+    operationId: 'retryFailedRows',
+    summary: 'Run a job\'s error rows again',
+    ok: { 200: { description: 'The job, running again', content: json(JOB) } },
+    errors: { 403: 'A readonly key', 409: 'nothing_to_retry, or the job has not ended', 410: 'The job was deleted' },
+  },
+  'POST /api/jobs/{id}/resume': {
+    operationId: 'resumeJob',
+    summary: 'Resume a paused, stalled or failed job',
+    errors: { 402: 'insufficient_credits: paused out of credits and the account still has none; top up first', 403: 'A readonly key' },
+  },
+  'GET /api/account': { operationId: 'getAccount', summary: 'The account\'s balance, reservations and rate limit' },
+  'POST /api/email/gender': {
+    operationId: 'lookupGenderLegacy',
+    summary: 'Gender of an email address\'s first name (older path)',
+    description: 'The same lookup as POST /api/lookup/email/gender (spec 4.3); 1 credit, free when cached.',
+    ok: { 200: { description: 'The answer', content: json(GENDER_ANSWER) } },
+    errors: { 400: 'Invalid request body, or an invalid email address', 402: 'insufficient_credits', 502: 'The lookup failed', 503: 'The lookup is unavailable' },
+  },
+  'POST /api/lookup/email/gender': {
+    operationId: 'lookupGender',
+    summary: 'Gender of an email address\'s first name',
+    description: 'Spec 4.3; 1 credit, free when answered within the repeat-free window.',
+    ok: { 200: { description: 'The answer', content: json(GENDER_ANSWER) } },
+    errors: { 400: 'Invalid request body, or an invalid email address', 402: 'insufficient_credits', 502: 'The lookup failed', 503: 'The lookup is unavailable' },
+  },
+  'POST /api/lookup/email/breaches': { operationId: 'lookupEmailBreaches', summary: 'Breaches an email address appears in' },
+  'POST /api/webhooks': {
+    operationId: 'createWebhook',
+    summary: 'Register a webhook',
+    requestBody: jsonBody(object([], WEBHOOK_FIELDS)),
+    ok: { 200: { description: 'The webhook (and, once, its signing secret)', content: json(webhookEnvelope(ref('Webhook'))) } },
+    errors: { 400: 'url is required', 403: 'Only an admin key', 409: 'too_many_webhooks: the account has as many as it may; delete one first', 422: 'A field is invalid, or the address is not allowed' },
+  },
+  'GET /api/webhooks': {
+    operationId: 'listWebhooks',
+    summary: 'List the account\'s webhooks',
+    description: 'Paged with `limit` and `offset`, in the webhook envelope.',
+    ok: { 200: { description: 'A page of webhooks', content: json(object(['success', 'result', 'total', 'limit', 'offset', 'message'], { success: { type: 'boolean' }, result: { type: 'array', items: ref('Webhook') }, total: int, limit: int, offset: int, message: str })) } },
+  },
+  'PUT /api/webhooks': {
+    operationId: 'updateWebhook',
+    summary: 'Change a webhook',
+    description: 'Body `id` and the fields to change; `url` again for a generic webhook.',
+    requestBody: jsonBody(object(['id'], { id: str, ...WEBHOOK_FIELDS })),
+    ok: { 200: { description: 'The updated webhook', content: json(webhookEnvelope(object(['status', 'webhook'], { status: str, webhook: ref('Webhook') }))) } },
+    errors: { 400: 'id (or url) is required', 403: 'Only an admin key', 404: 'No such webhook', 422: 'A field is invalid' },
+  },
+  'DELETE /api/webhooks': {
+    operationId: 'deleteWebhookById',
+    summary: 'Delete a webhook named in the body',
+    description: 'The older form of DELETE /api/webhooks/{id}: body `id`.',
+    requestBody: jsonBody(ID_BODY),
+    ok: { 200: { description: 'Deleted; its deliveries stopped', content: json(webhookEnvelope(ref('Status'))) } },
+    errors: { 400: 'id is required', 403: 'Only an admin key', 404: 'No such webhook', 422: 'The body is not a JSON object' },
+  },
+  'GET /api/webhooks/{id}': {
+    operationId: 'getWebhook',
+    summary: 'A webhook',
+    description: 'The webhook; an admin key also sees its signing secret.',
+    ok: { 200: { description: 'The webhook', content: json(webhookEnvelope(ref('Webhook'))) } },
+  },
+  'DELETE /api/webhooks/{id}': {
+    operationId: 'deleteWebhook',
+    summary: 'Delete a webhook',
+    description: 'Its pending deliveries stop.',
+    ok: { 200: { description: 'Deleted', content: json(webhookEnvelope(ref('Status'))) } },
+    errors: { 403: 'Only an admin key' },
+  },
+  'POST /api/webhooks/test': {
+    operationId: 'testWebhook',
+    summary: 'Send a test event to a webhook',
+    description: 'Body `id`; answers with what the receiver did.',
+    requestBody: jsonBody(ID_BODY),
+    ok: { 200: { description: 'What the receiver answered', content: json(webhookEnvelope(object(['status'], { status: str }))) } },
+    errors: { 400: 'id is required', 403: 'Only an admin key', 404: 'No such webhook', 422: 'The body is not a JSON object' },
+  },
+  'GET /api/webhooks/deliveries': {
+    operationId: 'listWebhookDeliveries',
+    summary: 'A webhook\'s latest deliveries',
+    ok: { 200: { description: 'The deliveries, newest first (a bare array, spec 4.2)', content: json({ type: 'array', items: ref('Delivery') }) } },
+    errors: { 400: 'webhook_id is required', 404: 'No such webhook' },
+  },
+  'POST /api/webhooks/deliveries/{id}/redeliver': {
+    operationId: 'redeliverWebhookDelivery',
+    summary: 'Send a failed delivery again',
+    description: 'Queues a failed delivery again with the same webhook-id.',
+    ok: { 200: { description: 'The delivery, pending again', content: json(webhookEnvelope(ref('Delivery'))) } },
+    errors: { 403: 'Only an admin key', 409: 'Only a failed delivery (not a test) is sent again' },
+  },
+  'POST /api/agent/phone-breaches': {
+    operationId: 'lookupPhoneBreaches',
+    summary: 'Breaches a phone number appears in',
+    requestBody: jsonBody(QUERY_BODY('The phone number, in international form')),
+    ok: { 200: { description: 'The answer (spec 4.4)', content: json(object(['credits'], { credits: int })) } },
+    errors: { 400: 'query is missing or not a phone number', 402: 'insufficient_credits', 502: 'The lookup failed', 503: 'The lookup is unavailable' },
+  },
+  'POST /api/phone-jobs': {
+    operationId: 'createPhoneJob',
+    summary: 'Start a phone breach job from a list of numbers or a file',
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: object(['feature', 'numbers'], {
+            feature: { type: 'string', enum: ['breaches'] },
+            numbers: { type: 'array', items: str, minItems: 1 },
+            default_country: { type: 'string', pattern: '^[A-Za-z]{2}$' },
+            download_link: { type: 'boolean' },
+            max_error_rate: { type: 'number', minimum: 0, maximum: 1 },
+            excel: { type: 'boolean' },
+          }),
+        },
+        'multipart/form-data': {
+          schema: object(['feature', 'file'], {
+            feature: { type: 'string', enum: ['breaches'] },
+            default_country: str,
+            country_column: str,
+            download_link: { type: 'string', enum: ['true', 'false'] },
+            max_error_rate: str,
+            delimiter: str,
+            encoding: str,
+            excel: { type: 'string', enum: ['true', 'false'] },
+            file: { type: 'string', format: 'binary' },
+          }),
+        },
+      },
+    },
+    ok: { 202: { description: 'The queued job', content: json(PHONE_JOB) } },
+    headers: [{ name: 'Idempotency-Key', description: 'Multipart uploads: makes a retry safe', schema: { type: 'string', minLength: 1, maxLength: 255 } }],
+    errors: { 402: 'insufficient_credits', 403: 'A readonly key', 409: 'idempotency_in_flight', 413: 'Too large', 415: 'Neither JSON nor multipart', 422: 'A field is invalid' },
+  },
+  'GET /api/phone-jobs': {
+    operationId: 'getPhoneJob',
+    summary: 'A phone job and its progress',
+    description: 'Query `id`; with download URLs once completed.',
+    ok: { 200: { description: 'The job', content: json(PHONE_JOB) } },
+    errors: { 400: 'id is required', 404: 'No such phone job', 410: 'The job was deleted' },
+  },
+  'POST /api/phone-jobs/resume': {
+    operationId: 'resumePhoneJob',
+    summary: 'Resume a paused, stalled or failed phone job',
+    errors: { 400: 'id is required', 402: 'insufficient_credits: paused out of credits and the account still has none; top up first', 403: 'A readonly key' },
+  },
+  'POST /api/agent/company': {
+    operationId: 'searchCompany',
+    summary: 'Search the company directory by name or domain',
+    requestBody: jsonBody(QUERY_BODY('A company name or domain, 200 characters at most')),
+    ok: {
+      200: {
+        description: 'The candidates and the best one\'s profile (spec 4.5); 1 credit per candidate returned',
+        content: json(object(['company', 'results', 'profile', 'total', 'credits'], { company: str, results: { type: 'array', items: COMPANY_CANDIDATE }, profile: { type: ['object', 'null'] }, total: int, credits: int })),
+      },
+    },
+    errors: { 400: 'query is missing or invalid', 402: 'insufficient_credits', 502: 'The search failed', 503: 'The search is unavailable' },
+  },
+  'POST /api/bulk-company-search': {
+    operationId: 'searchCompanies',
+    summary: 'Search the company directory for many queries at once',
+    ok: {
+      200: {
+        description: 'One answer per query, in order (company null without a confident match)',
+        content: json(object(['results', 'credits_used'], { results: { type: 'array', items: object(['query', 'company'], { query: str, company: { type: ['object', 'null'] } }) }, credits_used: int })),
+      },
+    },
+    errors: { 402: 'insufficient_credits', 502: 'The search failed', 503: 'The search is unavailable' },
+  },
+  'POST /api/monitors': { operationId: 'createMonitor', summary: 'Create a monitor over a list of targets', errors: { 402: 'insufficient_credits', 403: 'A readonly key' } },
+  'GET /api/monitors': { operationId: 'listMonitors', summary: 'List the account\'s monitors', description: 'Paged, newest first.' },
+  'GET /api/monitors/{id}': { operationId: 'getMonitor', summary: 'A monitor', description: 'Its settings, schedule, targets count and last run.' },
+  'PATCH /api/monitors/{id}': { operationId: 'updateMonitor', summary: 'Change a monitor', errors: { 403: 'A readonly key', 409: 'The monitor is not in a state that allows this' } },
+  'DELETE /api/monitors/{id}': { operationId: 'deleteMonitor', summary: 'Delete a monitor', errors: { 403: 'A readonly key' } },
+  'POST /api/monitors/{id}/pause': { operationId: 'pauseMonitor', summary: 'Pause a monitor', errors: { 403: 'A readonly key', 409: 'Not active' } },
+  'POST /api/monitors/{id}/resume': { operationId: 'resumeMonitor', summary: 'Resume a paused monitor', errors: { 403: 'A readonly key', 409: 'Not paused' } },
+  'GET /api/monitors/{id}/targets': { operationId: 'listMonitorTargets', summary: 'A monitor\'s targets', description: 'Paged, in the list\'s order.' },
+  'POST /api/monitors/{id}/targets': { operationId: 'addMonitorTargets', summary: 'Add targets to a monitor', errors: { 403: 'A readonly key' } },
+  'DELETE /api/monitors/{id}/targets': { operationId: 'removeMonitorTargets', summary: 'Remove targets from a monitor', errors: { 403: 'A readonly key' } },
+  'POST /api/agent/monitors/{id}/run': { operationId: 'runMonitor', summary: 'Run a monitor now', errors: { 402: 'insufficient_credits', 403: 'A readonly key' } },
+  'GET /api/monitoring/targets': { operationId: 'listAllMonitorTargets', summary: 'Every monitored target of the account' },
+  'GET /api/monitors/{id}/runs/{runId}/results': { operationId: 'getMonitorRunResults', summary: 'A monitor run\'s results (a bare array)' },
+  'GET /api/monitors/{id}/runs/{runId}/results/download': {
+    operationId: 'downloadMonitorRunResults',
+    summary: 'Download a monitor run\'s results as CSV',
+    mediaTypes: { 200: 'text/csv' },
+  },
+  'GET /api/agent/monitors/{id}/runs': { operationId: 'listMonitorRuns', summary: 'A monitor\'s runs, newest first' },
+  'GET /api/agent/monitors/{id}/runs/{runId}/results': { operationId: 'getMonitorRunResultsPaged', summary: 'A monitor run\'s results, paged' },
+  'GET /api/agent/monitoring/runs': { operationId: 'listAllMonitorRuns', summary: 'Every monitor run of the account, newest first' },
+  'GET /api/agent/monitoring/results': { operationId: 'listAllMonitorResults', summary: 'Every monitor result of the account, paged' },
+  'POST /api/lists': { operationId: 'createList', summary: 'Create a list of targets (JSON or CSV upload)', errors: { 403: 'A readonly key', 415: 'Neither JSON nor multipart' } },
+  'GET /api/lists': { operationId: 'listLists', summary: 'List the account\'s lists' },
+  'GET /api/lists/{id}': { operationId: 'getList', summary: 'A list and its targets', description: 'The list with its targets, in their order.' },
+  'DELETE /api/lists/{id}': { operationId: 'deleteList', summary: 'Delete a list', errors: { 403: 'A readonly key', 409: 'A monitor still uses it' } },
+};
+
+/** Tags with what they group, declared at the top of the document. */
+export const TAGS = [
+  { name: 'operations', description: 'Liveness and readiness, for load balancers and orchestrators' },
+  { name: 'keys', description: 'Logging in, API keys and the audit log (spec 4.1)' },
+  { name: 'account', description: 'The account\'s balance and rate limit' },
+  { name: 'jobs', description: 'Bulk jobs: upload, progress, results, cancel, resume, delete (spec 4.7)' },
+  { name: 'lookups', description: 'Single email lookups: gender and breaches (spec 4.3)' },
+  { name: 'phone', description: 'Phone breach lookups and jobs (spec 4.4)' },
+  { name: 'company', description: 'Company search, single and bulk (spec 4.5)' },
+  { name: 'webhooks', description: 'Webhooks, their deliveries and test events (spec 4.2, 7)' },
+  { name: 'monitors', description: 'Monitors over lists of targets, their runs and results (spec 4.8)' },
+  { name: 'lists', description: 'Lists of targets that monitors watch' },
+];

@@ -1,0 +1,119 @@
+/**
+ * A corpus of real requests, one or more per operation of the API, in the order a client makes
+ * them (later requests use ids that earlier answers gave: `{job}` is filled from a `capture`).
+ * test/api/openapi-contract.test.ts replays it and checks every request and every answer against
+ * the document, as Prism's validating proxy would; `status` is what each request is for.
+ */
+export type Caller = 'key' | 'session' | 'none';
+
+export interface CorpusRequest {
+  name: string;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Record<string, string>;
+  headers?: Record<string, string>;
+  json?: unknown;
+  form?: { fields: [string, string][]; file?: { name: string; content: string } };
+  as?: Caller;
+  status: number;
+  /** Names for values of the answer's JSON, by dotted path (`result.id`, `0.id`). */
+  capture?: Record<string, string>;
+}
+
+/** Steps that are not requests: run the worker over the jobs so far, or record a finished monitor run. */
+export type CorpusStep = CorpusRequest | { action: 'work' } | { action: 'seed-run' };
+
+const CSV = 'email,name\nanna.schmidt@example.com,Anna\njohn.smith@example.org,John\nnot-an-email,Nobody\n';
+
+export const CORPUS: CorpusStep[] = [
+  { name: 'liveness', method: 'GET', path: '/healthz', as: 'none', status: 200 },
+  { name: 'readiness', method: 'GET', path: '/readyz', as: 'none', status: 200 },
+  { name: 'log in', method: 'POST', path: '/api/auth/login', as: 'none', json: { email: '{email}', password: '{password}' }, status: 200, capture: { session: 'token' } },
+  { name: 'a key from the session', method: 'POST', path: '/api/keys', as: 'session', json: { name: 'from a session' }, status: 200 },
+  { name: 'the account', method: 'GET', path: '/api/account', status: 200 },
+  { name: 'a tech key', method: 'POST', path: '/api/account/keys', json: { name: 'ci', role: 'tech' }, status: 200, capture: { techKey: 'id' } },
+  { name: 'the keys', method: 'GET', path: '/api/account/keys', status: 200 },
+  { name: 'reveal the new key', method: 'GET', path: '/api/account/keys/reveal', query: { id: '{techKey}' }, status: 200 },
+  { name: 'disable it', method: 'PATCH', path: '/api/account/keys', query: { id: '{techKey}', action: 'disable' }, status: 200 },
+  { name: 'enable it', method: 'PATCH', path: '/api/account/keys', query: { id: '{techKey}', action: 'enable' }, status: 200 },
+  { name: 'the audit log', method: 'GET', path: '/api/account/audit', query: { limit: '10' }, status: 200 },
+
+  { name: 'estimate a job', method: 'POST', path: '/api/jobs/bulk', query: { dry_run: 'true' }, form: { fields: [['type', 'gender']], file: { name: 'file', content: CSV } }, status: 200 },
+  {
+    name: 'start a gender job',
+    method: 'POST',
+    path: '/api/jobs/bulk',
+    headers: { 'Idempotency-Key': 'corpus-1' },
+    form: { fields: [['type', 'gender'], ['download_link', 'true'], ['column', 'email']], file: { name: 'file', content: CSV } },
+    status: 202,
+    capture: { job: 'id' },
+  },
+  { name: 'the same upload again', method: 'POST', path: '/api/jobs/bulk', headers: { 'Idempotency-Key': 'corpus-1' }, form: { fields: [['type', 'gender'], ['download_link', 'true'], ['column', 'email']], file: { name: 'file', content: CSV } }, status: 202 },
+  { name: 'a multi-lookup job', method: 'POST', path: '/api/jobs/bulk', form: { fields: [['type', 'gender,email_breaches']], file: { name: 'file', content: CSV } }, status: 202, capture: { multi: 'id' } },
+  { name: 'a job by lookup fields', method: 'POST', path: '/api/jobs/bulk', form: { fields: [['lookup', 'gender:email'], ['excel', 'true'], ['delimiter', 'comma']], file: { name: 'file', content: CSV } }, status: 202 },
+  { name: 'a queued job, not downloadable yet', method: 'GET', path: '/api/jobs/{job}/download', status: 409 },
+  { name: 'the jobs', method: 'GET', path: '/api/jobs', status: 200 },
+  { name: 'queued jobs', method: 'GET', path: '/api/jobs', query: { status: 'queued', limit: '5', offset: '0' }, status: 200 },
+  { name: 'a job', method: 'GET', path: '/api/jobs/{job}', status: 200 },
+  { action: 'work' },
+  { name: 'the result', method: 'GET', path: '/api/jobs/{job}/download', status: 302 },
+  { name: 'the found rows as a URL', method: 'GET', path: '/api/jobs/{job}/download', query: { filter: 'found', format: 'json' }, status: 200 },
+  { name: 'partial of a completed job', method: 'GET', path: '/api/jobs/{job}/download', query: { partial: 'true' }, status: 302 },
+  { name: 'retry failed rows when there are none', method: 'POST', path: '/api/jobs/{job}/retry-failed', status: 409 },
+  { name: 'resume a completed job', method: 'POST', path: '/api/jobs/{job}/resume', status: 409 },
+  { name: 'a job to cancel', method: 'POST', path: '/api/jobs/bulk', form: { fields: [['type', 'gender']], file: { name: 'file', content: CSV } }, status: 202, capture: { doomed: 'id' } },
+  { name: 'the partial rows of a queued job', method: 'GET', path: '/api/jobs/{doomed}/download', query: { partial: 'true' }, status: 409 },
+  { name: 'cancel it', method: 'POST', path: '/api/jobs/{doomed}/cancel', status: 200 },
+  { name: 'delete a job', method: 'DELETE', path: '/api/jobs/{job}', status: 200 },
+  { name: 'a deleted job', method: 'GET', path: '/api/jobs/{job}', status: 410 },
+
+  { name: 'gender (older path)', method: 'POST', path: '/api/email/gender', json: { email: 'anna.schmidt@example.com' }, status: 200 },
+  { name: 'gender', method: 'POST', path: '/api/lookup/email/gender', json: { email: 'john.smith@example.org' }, status: 200 },
+  { name: 'email breaches', method: 'POST', path: '/api/lookup/email/breaches', json: { email: 'john.smith@example.org' }, status: 200 },
+  { name: 'phone breaches', method: 'POST', path: '/api/agent/phone-breaches', json: { query: '+49 30 1234567' }, status: 200 },
+  { name: 'a phone job from numbers', method: 'POST', path: '/api/phone-jobs', json: { feature: 'breaches', numbers: ['+49 30 1234567', '+1 415 555 2671'], download_link: true }, status: 202, capture: { phoneJob: 'id' } },
+  { name: 'a phone job from a file', method: 'POST', path: '/api/phone-jobs', form: { fields: [['feature', 'breaches'], ['default_country', 'DE']], file: { name: 'file', content: 'phone\n030 1234567\n' } }, status: 202 },
+  { name: 'the phone job', method: 'GET', path: '/api/phone-jobs', query: { id: '{phoneJob}' }, status: 200 },
+  { name: 'resume a queued phone job', method: 'POST', path: '/api/phone-jobs/resume', query: { id: '{phoneJob}' }, status: 409 },
+  { name: 'company search', method: 'POST', path: '/api/agent/company', json: { query: 'Acme GmbH' }, status: 200 },
+  { name: 'bulk company search', method: 'POST', path: '/api/bulk-company-search', json: { queries: ['Acme GmbH', 'example.com'] }, status: 200 },
+
+  { name: 'a webhook', method: 'POST', path: '/api/webhooks', json: { url: '{receiver}', events: ['bulk.completed'], description: 'corpus' }, status: 200, capture: { webhook: 'result.id' } },
+  { name: 'the webhooks', method: 'GET', path: '/api/webhooks', status: 200 },
+  { name: 'the webhook', method: 'GET', path: '/api/webhooks/{webhook}', status: 200 },
+  { name: 'change it', method: 'PUT', path: '/api/webhooks', json: { id: '{webhook}', url: '{receiver}', description: 'changed', events: ['bulk.completed', 'bulk.paused'] }, status: 200 },
+  { name: 'test it', method: 'POST', path: '/api/webhooks/test', json: { id: '{webhook}' }, status: 200 },
+  { name: 'its deliveries', method: 'GET', path: '/api/webhooks/deliveries', query: { webhook_id: '{webhook}' }, status: 200, capture: { delivery: '0.id' } },
+  { name: 'redeliver a test delivery', method: 'POST', path: '/api/webhooks/deliveries/{delivery}/redeliver', status: 409 },
+  { name: 'delete it', method: 'DELETE', path: '/api/webhooks/{webhook}', status: 200 },
+  { name: 'another webhook', method: 'POST', path: '/api/webhooks', json: { url: '{receiver}', events: ['bulk.completed'] }, status: 200, capture: { webhook2: 'result.id' } },
+  { name: 'delete it by body', method: 'DELETE', path: '/api/webhooks', json: { id: '{webhook2}' }, status: 200 },
+
+  { name: 'a list', method: 'POST', path: '/api/lists', json: { name: 'staff', type: 'email', targets: ['anna.schmidt@example.com', 'john.smith@example.org'] }, status: 201, capture: { list: 'id' } },
+  { name: 'a list from a CSV', method: 'POST', path: '/api/lists', form: { fields: [['name', 'phones'], ['type', 'phone'], ['default_country', 'DE']], file: { name: 'file', content: 'phone\n030 1234567\n' } }, status: 201, capture: { list2: 'id' } },
+  { name: 'the lists', method: 'GET', path: '/api/lists', status: 200 },
+  { name: 'email lists', method: 'GET', path: '/api/lists', query: { type: 'email' }, status: 200 },
+  { name: 'the list', method: 'GET', path: '/api/lists/{list}', status: 200 },
+  { name: 'a monitor', method: 'POST', path: '/api/monitors', json: { name: 'staff', type: 'email', frequency: 'weekly', list_id: '{list}' }, status: 201, capture: { monitor: 'id' } },
+  { name: 'the monitors', method: 'GET', path: '/api/monitors', query: { limit: '10' }, status: 200 },
+  { name: 'the monitor', method: 'GET', path: '/api/monitors/{monitor}', status: 200 },
+  { name: 'rename it', method: 'PATCH', path: '/api/monitors/{monitor}', json: { name: 'all staff' }, status: 200 },
+  { name: 'pause it', method: 'POST', path: '/api/monitors/{monitor}/pause', status: 200 },
+  { name: 'resume it', method: 'POST', path: '/api/monitors/{monitor}/resume', status: 200 },
+  { name: 'its targets', method: 'GET', path: '/api/monitors/{monitor}/targets', status: 200 },
+  { name: 'add a target', method: 'POST', path: '/api/monitors/{monitor}/targets', json: { targets: ['jane.doe@example.net'] }, status: 200 },
+  { name: 'remove it', method: 'DELETE', path: '/api/monitors/{monitor}/targets', json: { targets: ['jane.doe@example.net'] }, status: 200 },
+  { name: 'run it now', method: 'POST', path: '/api/agent/monitors/{monitor}/run', status: 202 },
+  { name: 'every monitored target', method: 'GET', path: '/api/monitoring/targets', status: 200 },
+  { action: 'seed-run' },
+  { name: 'a run\'s results', method: 'GET', path: '/api/monitors/{monitor}/runs/{run}/results', status: 200 },
+  { name: 'its changes only', method: 'GET', path: '/api/monitors/{monitor}/runs/{run}/results', query: { changes_only: 'true' }, status: 200 },
+  { name: 'its results as CSV', method: 'GET', path: '/api/monitors/{monitor}/runs/{run}/results/download', status: 200 },
+  { name: 'the monitor\'s runs', method: 'GET', path: '/api/agent/monitors/{monitor}/runs', status: 200 },
+  { name: 'a run\'s results, paged', method: 'GET', path: '/api/agent/monitors/{monitor}/runs/{run}/results', query: { limit: '10', offset: '0' }, status: 200 },
+  { name: 'every run', method: 'GET', path: '/api/agent/monitoring/runs', status: 200 },
+  { name: 'every result', method: 'GET', path: '/api/agent/monitoring/results', query: { type: 'email', changes_only: 'false' }, status: 200 },
+  { name: 'delete the monitor', method: 'DELETE', path: '/api/monitors/{monitor}', status: 200 },
+  { name: 'delete the list', method: 'DELETE', path: '/api/lists/{list}', status: 200 },
+  { name: 'log out', method: 'POST', path: '/api/auth/logout', as: 'session', status: 200 },
+];
