@@ -15,6 +15,7 @@ import { emailBreachRoutes } from './routes/email-breach-routes.js';
 import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
+import { boundHeavyReads, DEFAULT_HEAVY_READS_PER_ACCOUNT } from './heavy-reads.js';
 import { clientTimeouts, guardSlowBodies, type ClientLimits } from './slow-clients.js';
 import { jobRoutes } from './routes/job-routes.js';
 import { jobDeleteRoutes } from './routes/job-delete-routes.js';
@@ -130,6 +131,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   app.setErrorHandler((error: FastifyError, request, reply) => sendError(request, reply, shape(error, request.url, log)));
   app.setNotFoundHandler((request, reply) => sendError(request, reply, httpError(404, ERROR_CODES.notFound, 'Not found')));
 
+  boundHeavyReads(app, deps.settings.heavyReadsPerAccount ?? DEFAULT_HEAVY_READS_PER_ACCOUNT);
   await app.register(async (scope) => healthRoutes(scope, deps));
   await app.register(async (scope) => authRoutes(scope, deps));
   await app.register(async (scope) => keyRoutes(scope, deps));

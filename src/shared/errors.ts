@@ -78,6 +78,8 @@ export const ERROR_CODES = {
   keyNotFound: 'key_not_found',
   keyGone: 'key_gone',
   rateLimited: 'rate_limited',
+  /** More heavy reads (watched targets, run results) in flight for one account than allowed; Retry-After: 1. */
+  tooManyHeavyReads: 'too_many_heavy_reads',
   /** Login refused before any hash: too many failures for this email or from this address. */
   tooManyAttempts: 'too_many_attempts',
   /** More logins waiting for a password hash than the process queues; retry after Retry-After. */

@@ -18,6 +18,7 @@ import { SqliteResults } from './sqlite-results.js';
 import { SqliteSessions } from './sqlite-sessions.js';
 import { SqliteWebhooks } from './sqlite-webhooks.js';
 import { SqliteRetention } from './sqlite-retention.js';
+import { SqliteReadThread } from './sqlite-read-thread.js';
 
 /**
  * The embedded store: one SQLite file (WAL) that every process on a data dir shares. Its
@@ -31,6 +32,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
   const outbox = new SqliteOutbox(db);
   const billing = new SqliteBilling(db, results, outbox, names);
   const ping = db.prepare('SELECT 1');
+  const reads = new SqliteReadThread(file, options.busyTimeoutMs);
   return {
     kind: 'sqlite',
     jobs: new SqliteJobs(db, billing, results, outbox, hooks),
@@ -47,7 +49,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     limits: new SqliteLimits(db),
     audit: new SqliteAudit(db),
     retention: new SqliteRetention(db),
-    monitors: new SqliteMonitors(db),
+    monitors: new SqliteMonitors(db, reads),
     monitorRuns: new SqliteMonitorRuns(db, outbox),
     monitorResults: new SqliteMonitorResults(db),
     async ping() {
@@ -56,6 +58,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     async close() {
       db.close();
       await names.close();
+      await reads.close();
     },
   };
 }
