@@ -16,6 +16,7 @@ import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { boundHeavyReads, DEFAULT_HEAVY_READS_PER_ACCOUNT } from './heavy-reads.js';
+import { guardInputs } from './input-guards.js';
 import { clientTimeouts, guardSlowBodies, type ClientLimits } from './slow-clients.js';
 import { jobRoutes } from './routes/job-routes.js';
 import { jobDeleteRoutes } from './routes/job-delete-routes.js';
@@ -131,6 +132,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   app.setErrorHandler((error: FastifyError, request, reply) => sendError(request, reply, shape(error, request.url, log)));
   app.setNotFoundHandler((request, reply) => sendError(request, reply, httpError(404, ERROR_CODES.notFound, 'Not found')));
 
+  guardInputs(app);
   boundHeavyReads(app, deps.settings.heavyReadsPerAccount ?? DEFAULT_HEAVY_READS_PER_ACCOUNT);
   await app.register(async (scope) => healthRoutes(scope, deps));
   await app.register(async (scope) => authRoutes(scope, deps));

@@ -53,6 +53,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   bodyIdleSeconds: (c) => c.api.bodyIdleSeconds,
   bodyMinBytesPerSecond: (c) => c.api.bodyMinBytesPerSecond,
   maxConnections: (c) => c.api.maxConnections,
+  heavyReadsPerAccount: (c) => c.api.heavyReadsPerAccount,
   trustProxy: (c) => c.api.trustProxy,
   genderProviderUrl: (c) => c.providers.gender.url,
   genderProviderAuth: (c) => c.providers.gender.auth,
