@@ -17,6 +17,7 @@ import { genderRoutes } from './routes/gender-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { boundHeavyReads, DEFAULT_HEAVY_READS_PER_ACCOUNT } from './heavy-reads.js';
 import { guardInputs } from './input-guards.js';
+import { limitPerAddress } from './address-limits.js';
 import { clientTimeouts, guardSlowBodies, type ClientLimits } from './slow-clients.js';
 import { jobRoutes } from './routes/job-routes.js';
 import { jobDeleteRoutes } from './routes/job-delete-routes.js';
@@ -87,6 +88,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
     frameworkErrors: (error, request, reply) => void sendError(request, reply, shape(error, request.url, log)),
   });
   if (clientLimits) guardSlowBodies(app.server, clientLimits, log);
+  if (clientLimits?.perAddress) limitPerAddress(app, clientLimits.perAddress, log);
   app.setValidatorCompiler(validatorCompiler());
   // While shutting down, answer in-flight requests with Connection: close, so kept-alive
   // sockets do not hold the process open after the last response.

@@ -80,6 +80,8 @@ export const ERROR_CODES = {
   rateLimited: 'rate_limited',
   /** More heavy reads (watched targets, run results) in flight for one account than allowed; Retry-After: 1. */
   tooManyHeavyReads: 'too_many_heavy_reads',
+  /** More requests in flight from one client address than allowed (SLUICE_MAX_REQUESTS_PER_ADDRESS). */
+  tooManyInFlight: 'too_many_in_flight',
   /** Login refused before any hash: too many failures for this email or from this address. */
   tooManyAttempts: 'too_many_attempts',
   /** More logins waiting for a password hash than the process queues; retry after Retry-After. */

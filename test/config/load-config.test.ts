@@ -54,6 +54,8 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   bodyMinBytesPerSecond: (c) => c.api.bodyMinBytesPerSecond,
   maxConnections: (c) => c.api.maxConnections,
   heavyReadsPerAccount: (c) => c.api.heavyReadsPerAccount,
+  maxConnectionsPerAddress: (c) => c.api.maxConnectionsPerAddress,
+  maxRequestsPerAddress: (c) => c.api.maxRequestsPerAddress,
   trustProxy: (c) => c.api.trustProxy,
   genderProviderUrl: (c) => c.providers.gender.url,
   genderProviderAuth: (c) => c.providers.gender.auth,
