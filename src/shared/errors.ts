@@ -98,6 +98,8 @@ export const ERROR_CODES = {
   deliveryUnreachable: 'delivery_unreachable',
   /** The account has as many webhooks as it may (MAX_WEBHOOKS_PER_ACCOUNT): delete one first. */
   tooManyWebhooks: 'too_many_webhooks',
+  /** An account already holds MAX_KEYS_PER_ACCOUNT keys that are not revoked. */
+  tooManyKeys: 'too_many_keys',
   /** A delivery never sent: its account already had MAX_PENDING_DELIVERIES_PER_ACCOUNT pending. */
   backlogFull: 'backlog_full',
   // monitors and target lists
