@@ -78,7 +78,7 @@ it('one address cannot take the server: its connections and requests in flight a
   await new Promise((resolve) => setTimeout(resolve, 200));
 
   // Half-sent requests: four in flight, every one past them 429 and closed.
-  const flood = [];
+  const flood: Awaited<ReturnType<typeof halfSent>>[] = [];
   for (let i = 0; i < 50; i++) flood.push(await halfSent(port));
   cleanups.push(async () => flood.forEach((f) => f.socket.destroy()));
   await new Promise((resolve) => setTimeout(resolve, 500));
