@@ -8,12 +8,14 @@ import { REPO_ROOT, TEST_STORES } from '../support/test-engine.js';
 const ROLE_ORDER: Role[] = ['readonly', 'tech', 'admin'];
 
 /** The role × action table of docs/security.md, as rows of {action, readonly, tech, admin}. */
-function matrix(): Record<string, string>[] {
+type MatrixRow = { action: string } & Record<Role, string>;
+
+function matrix(): MatrixRow[] {
   const doc = fs.readFileSync(path.join(REPO_ROOT, 'docs/security.md'), 'utf8');
   const start = doc.indexOf('| action | readonly | tech | admin |');
   expect(start, 'the key matrix is in docs/security.md').toBeGreaterThan(0);
   const lines = doc.slice(start).split('\n');
-  const rows = [];
+  const rows: MatrixRow[] = [];
   for (const line of lines.slice(2)) {
     if (!line.startsWith('|')) break;
     const [action, readonly, tech, admin] = line.split('|').slice(1, -1).map((c) => c.trim());
