@@ -21,6 +21,8 @@ export interface ApiSettings {
   readonly metrics?: { readonly enabled: boolean; readonly token: string | undefined };
   /** How long `POST /api/lookup/email/validity` works on an address (SLUICE_VALIDITY_DEADLINE_MS); unset: 15 s. */
   readonly validityDeadlineMs?: number;
+  /** Heavy reads (src/api/heavy-reads.ts) one account may have in flight; unset: the default. */
+  readonly heavyReadsPerAccount?: number;
 }
 
 /** What the HTTP layer needs; buildApp takes it whole and never reads configuration itself. */

@@ -22,6 +22,9 @@ import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { ipNetworkRoutes } from './routes/ip-network-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
+import { boundHeavyReads, DEFAULT_HEAVY_READS_PER_ACCOUNT } from './heavy-reads.js';
+import { guardInputs } from './input-guards.js';
+import { limitPerAddress } from './address-limits.js';
 import { clientTimeouts, guardSlowBodies, type ClientLimits } from './slow-clients.js';
 import { jobRoutes } from './routes/job-routes.js';
 import { jobDeleteRoutes } from './routes/job-delete-routes.js';
@@ -107,6 +110,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
     frameworkErrors: (error, request, reply) => void sendError(request, reply, shape(error, request.url, log)),
   });
   if (clientLimits) guardSlowBodies(app.server, clientLimits, log);
+  if (clientLimits?.perAddress) limitPerAddress(app, clientLimits.perAddress, log);
   app.setValidatorCompiler(validatorCompiler());
   countHttpRequests(app, deps.engine.metrics);
   // While shutting down, answer in-flight requests with Connection: close, so kept-alive
@@ -153,6 +157,8 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   app.setErrorHandler((error: FastifyError, request, reply) => sendError(request, reply, shape(error, request.url, log)));
   app.setNotFoundHandler((request, reply) => sendError(request, reply, httpError(404, ERROR_CODES.notFound, 'Not found')));
 
+  guardInputs(app);
+  boundHeavyReads(app, deps.settings.heavyReadsPerAccount ?? DEFAULT_HEAVY_READS_PER_ACCOUNT);
   await app.register(async (scope) => healthRoutes(scope, deps));
   await app.register(async (scope) => authRoutes(scope, deps));
   await app.register(async (scope) => keyRoutes(scope, deps));

@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../shared/logger.js';
+import type { AddressLimits } from './address-limits.js';
 
 /**
  * How long and how slowly a client may take to send a request, and how many may be connected at
@@ -18,6 +19,8 @@ export interface ClientLimits {
   /** The largest body any route takes (the upload limit): it sizes the whole-request backstop. */
   readonly maxBodyBytes: number;
   readonly maxConnections: number;
+  /** What one client address may hold at once (src/api/address-limits.ts); absent: no per-address cap. */
+  readonly perAddress?: AddressLimits;
 }
 
 /** Multipart framing and the small fields around the file, on top of the file itself. */

@@ -3,7 +3,8 @@ import type { ApiKeyRow } from '../storage/records.js';
 import type { KeysPort } from '../storage/store.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { KEY_PREFIX, KEY_SHAPES, keyShape, mintKey } from './key-format.js';
-import { sameHash, seal, sha256, unseal } from './secrets.js';
+import { revealKeyName, type ShreddingSealer } from './data-keys.js';
+import { sameHash, sha256 } from './secrets.js';
 
 export { KEY_PREFIX } from './key-format.js';
 
@@ -64,7 +65,7 @@ export type KeyCheck =
 export class KeyStore {
   constructor(
     private readonly keys: KeysPort,
-    private readonly sealKey: Buffer,
+    private readonly sealer: ShreddingSealer,
     private readonly revealWindowMs: number,
   ) {}
 
@@ -80,7 +81,8 @@ export class KeyStore {
       keyHash: sha256(secret),
       keyPrefix: secret.slice(0, PREFIX_LENGTH),
       role: input.role,
-      sealed: revealable ? seal(secret, this.sealKey) : null,
+      // Under the data key of the window's slot, destroyed when the slot ends (src/auth/data-keys.ts).
+      sealed: revealable ? await this.sealer.seal(secret, revealKeyName(input.now, this.revealWindowMs)) : null,
       revealUntil: input.now + this.revealWindowMs,
       now: input.now,
     });
@@ -89,9 +91,14 @@ export class KeyStore {
     return { key: (await this.get(id))!, secret };
   }
 
-  /** Drops every sealed copy past its reveal window, so a backup of the data holds no live key. */
+  /**
+   * Drops every sealed copy past its reveal window and destroys the data keys of the windows that
+   * have ended: the copies the database engine kept anyway (free pages, WAL, dead tuples) are noise.
+   */
   async forgetExpiredSeals(now: number): Promise<number> {
-    return this.keys.forgetExpiredSeals(now);
+    const dropped = await this.keys.forgetExpiredSeals(now);
+    await this.sealer.destroyExpired(now);
+    return dropped;
   }
 
   async get(id: string): Promise<ApiKey | undefined> {
@@ -136,7 +143,12 @@ export class KeyStore {
       if (row.sealed !== null) await this.keys.forgetSealed(id);
       throw new AppError(ERROR_CODES.keyGone, 'API key can no longer be shown', { statusCode: 410 });
     }
-    return unseal(row.sealed, this.sealKey);
+    const secret = await this.sealer.unseal(row.sealed);
+    if (secret === undefined) {
+      await this.keys.forgetSealed(id);
+      throw new AppError(ERROR_CODES.keyGone, 'API key can no longer be shown', { statusCode: 410 });
+    }
+    return secret;
   }
 }
 

@@ -26,6 +26,13 @@ export const EMAIL_POLICY: ThrottlePolicy = { failures: 5, baseLockMs: 60_000, m
 /** Wider than the email's: many people may share one address (an office, a carrier's NAT). */
 export const ADDRESS_POLICY: ThrottlePolicy = { failures: 20, baseLockMs: 60_000, maxLockMs: 15 * 60_000, forgetMs: 15 * 60_000 };
 
+/**
+ * An IPv6 /48 (one site's allocation, 65,536 /64s) as a whole: rotating through its /64s gave an
+ * attacker a fresh per-/64 budget each time (issue 27, finding 6). Wider than one address's, as a
+ * site holds many people.
+ */
+export const NETWORK_POLICY: ThrottlePolicy = { failures: 100, baseLockMs: 60_000, maxLockMs: 15 * 60_000, forgetMs: 15 * 60_000 };
+
 export type LoginVerdict =
   | { allowed: true; attempt: LoginAttempt }
   | { allowed: false; /** Whole seconds until the lockout that refused it (address or email) ends. */ retryAfter: number };
@@ -33,6 +40,8 @@ export type LoginVerdict =
 export interface LoginAttempt {
   readonly emailRecord: string;
   readonly addressRecord: string;
+  /** The IPv6 /48 the address is in; absent for IPv4. */
+  readonly networkRecord?: string;
 }
 
 /** f: failures counted (attempts in flight included); last: the latest one; until: locked before this. */
@@ -47,6 +56,7 @@ export class LoginThrottle {
     private readonly records: SharedRecords,
     private readonly emailPolicy: ThrottlePolicy = EMAIL_POLICY,
     private readonly addressPolicy: ThrottlePolicy = ADDRESS_POLICY,
+    private readonly networkPolicy: ThrottlePolicy = NETWORK_POLICY,
   ) {}
 
   /**
@@ -55,13 +65,27 @@ export class LoginThrottle {
    * sprays.
    */
   async begin(email: string, address: string, now: number): Promise<LoginVerdict> {
-    const attempt = { emailRecord: `login:email:${digest(email.trim().toLowerCase())}`, addressRecord: `login:addr:${addressKey(address)}` };
+    const network = networkKey(address);
+    const attempt: LoginAttempt = {
+      emailRecord: `login:email:${digest(email.trim().toLowerCase())}`,
+      addressRecord: `login:addr:${addressKey(address)}`,
+      ...(network ? { networkRecord: `login:net:${network}` } : {}),
+    };
+    const { networkRecord } = attempt;
+    if (networkRecord) {
+      const byNetwork = await this.records.updateShared(networkRecord, (v) => begin(v, this.networkPolicy, now));
+      if (byNetwork > 0) return { allowed: false, retryAfter: byNetwork };
+    }
     const byAddress = await this.records.updateShared(attempt.addressRecord, (v) => begin(v, this.addressPolicy, now));
-    if (byAddress > 0) return { allowed: false, retryAfter: byAddress };
+    if (byAddress > 0) {
+      if (networkRecord) await this.records.updateShared(networkRecord, (v) => refund(v, this.networkPolicy, now));
+      return { allowed: false, retryAfter: byAddress };
+    }
     const byEmail = await this.records.updateShared(attempt.emailRecord, (v) => begin(v, this.emailPolicy, now));
     if (byEmail > 0) {
       // The address was charged for an attempt that never ran: give it back.
       await this.records.updateShared(attempt.addressRecord, (v) => refund(v, this.addressPolicy, now));
+      if (networkRecord) await this.records.updateShared(networkRecord, (v) => refund(v, this.networkPolicy, now));
       return { allowed: false, retryAfter: byEmail };
     }
     return { allowed: true, attempt };
@@ -71,12 +95,14 @@ export class LoginThrottle {
   async succeeded(attempt: LoginAttempt, now: number): Promise<void> {
     await this.records.updateShared(attempt.emailRecord, () => ({ value: undefined, result: undefined }));
     await this.records.updateShared(attempt.addressRecord, (v) => refund(v, this.addressPolicy, now));
+    if (attempt.networkRecord) await this.records.updateShared(attempt.networkRecord, (v) => refund(v, this.networkPolicy, now));
   }
 
   /** No hash ran (the process was too busy): the attempt counts against neither. */
   async withdrawn(attempt: LoginAttempt, now: number): Promise<void> {
     await this.records.updateShared(attempt.emailRecord, (v) => refund(v, this.emailPolicy, now));
     await this.records.updateShared(attempt.addressRecord, (v) => refund(v, this.addressPolicy, now));
+    if (attempt.networkRecord) await this.records.updateShared(attempt.networkRecord, (v) => refund(v, this.networkPolicy, now));
   }
 }
 
@@ -121,11 +147,27 @@ function digest(text: string): string {
  * address alone would give a single attacker 2^64 fresh budgets.
  */
 export function addressKey(address: string): string {
-  const plain = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
-  if (!isIPv6(plain)) return plain;
+  const groups = ipv6Groups(address);
+  return groups ? `${groups.slice(0, 4).join(':')}::/64` : plainAddress(address);
+}
+
+/** The /48 an IPv6 address is in, counted as well as its /64; undefined for IPv4. */
+export function networkKey(address: string): string | undefined {
+  const groups = ipv6Groups(address);
+  return groups ? `${groups.slice(0, 3).join(':')}::/48` : undefined;
+}
+
+function plainAddress(address: string): string {
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+/** The eight groups of an IPv6 address, without leading zeros; undefined for IPv4. */
+function ipv6Groups(address: string): string[] | undefined {
+  const plain = plainAddress(address);
+  if (!isIPv6(plain)) return undefined;
   const [head = '', tail = ''] = plain.split('::');
   const left = head === '' ? [] : head.split(':');
   const right = tail === '' ? [] : tail.split(':');
   const groups = plain.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+  return groups.map((g) => parseInt(g, 16).toString(16));
 }

@@ -35,6 +35,8 @@ export async function keysCommand(engine: Engine, args: string[], io: CliIo): Pr
       const { values } = parseCommand(rest, { account: { type: 'string' } }, 0);
       const accountId = values.account as string | undefined;
       if (!accountId) throw new AppError(ERROR_CODES.badArgument, '--account is required');
+      // Like `create`: an operator command is the only process some data dirs ever run (issue 27, finding 6).
+      await keys.forgetExpiredSeals(now);
       const list = (await keys.list(accountId)).map((k) => ({ id: k.id, name: k.name, key_prefix: k.keyPrefix, role: k.role, is_active: k.isActive, revoked: k.revokedAt !== null }));
       if (values.json) printJson(io, { keys: list });
       else for (const k of list) io.stdout.write(`${k.id}  ${k.key_prefix}...  ${k.role.padEnd(8)} ${k.revoked ? 'revoked' : k.is_active ? 'active' : 'disabled'}  ${k.name}\n`);

@@ -123,6 +123,9 @@ export interface ApiConfig {
   readonly bodyIdleSeconds: number;
   readonly bodyMinBytesPerSecond: number;
   readonly maxConnections: number;
+  readonly heavyReadsPerAccount: number;
+  readonly maxConnectionsPerAddress: number;
+  readonly maxRequestsPerAddress: number;
   /** Addresses (IP, CIDR or a named range) of reverse proxies whose X-Forwarded-For is believed; unset: none. */
   readonly trustProxy: readonly string[] | undefined;
 }
@@ -217,6 +220,9 @@ export const SETTINGS = {
   bodyIdleSeconds: int('SLUICE_BODY_IDLE_SECONDS', 30, 1, 3600, 'Longest pause allowed inside a request body, and the time a body has before the minimum rate applies; then 408 and the connection is closed.'),
   bodyMinBytesPerSecond: int('SLUICE_BODY_MIN_BYTES_PER_SECOND', 32_768, 1, 1024 * 1024 * 1024, 'Slowest average rate, in bytes per second, at which a request body may arrive; a slower one is closed with 408. At this rate the largest upload takes SLUICE_MAX_UPLOAD_BYTES / rate seconds.'),
   maxConnections: int('SLUICE_MAX_CONNECTIONS', 512, 1, 1_000_000, 'HTTP connections `sluice serve` holds open at once; more are closed as soon as they are accepted. An open upload uses about three file descriptors.'),
+  maxConnectionsPerAddress: int('SLUICE_MAX_CONNECTIONS_PER_ADDRESS', 64, 1, 1_000_000, 'HTTP connections one client address may hold open on `sluice serve`; more are closed as soon as they are accepted. Not applied when SLUICE_TRUST_PROXY is set (every client then has the proxy\'s address).'),
+  maxRequestsPerAddress: int('SLUICE_MAX_REQUESTS_PER_ADDRESS', 32, 1, 1_000_000, 'Requests from one client address that `sluice serve` holds unanswered at once (a half-sent request counts); more get 429 `too_many_in_flight`. Not applied when SLUICE_TRUST_PROXY is set.'),
+  heavyReadsPerAccount: int('SLUICE_HEAVY_READS_PER_ACCOUNT', 2, 1, 1000, 'Heavy reads (watched targets, a monitor\'s targets, run results) one account may have in flight in one API process; more get 429 `too_many_heavy_reads` with Retry-After: 1.'),
   trustProxy: proxyList(
     'SLUICE_TRUST_PROXY',
     'Reverse proxies whose `X-Forwarded-For` gives the client\'s address (for the login throttle and the logs): a comma-separated list of IP addresses, CIDR ranges (`10.0.0.0/8`) or `loopback`, `linklocal`, `uniquelocal`. A hop count is refused: it would believe the header from clients that reach Sluice directly. Unset: the header is ignored and every request counts as from its TCP peer.',
@@ -325,6 +331,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bodyIdleSeconds: read(s.bodyIdleSeconds),
       bodyMinBytesPerSecond: read(s.bodyMinBytesPerSecond),
       maxConnections: read(s.maxConnections),
+      heavyReadsPerAccount: read(s.heavyReadsPerAccount),
+      maxConnectionsPerAddress: read(s.maxConnectionsPerAddress),
+      maxRequestsPerAddress: read(s.maxRequestsPerAddress),
       trustProxy: read(s.trustProxy),
     },
     providers: {

@@ -14,6 +14,7 @@ import { loadConfig } from '../config/load-config.js';
 import { isAppError, toAppError } from '../shared/errors.js';
 import { createLogger } from '../shared/logger.js';
 import { openEngine, type Engine } from './open-engine.js';
+import { sealKeyBesideData } from './open-sealer.js';
 import { privateDataDir } from './private-data-dir.js';
 
 const USAGE = `Sluice: bulk-enrichment jobs with honest billing and resumable progress.
@@ -118,6 +119,7 @@ async function main(argv: string[]): Promise<number> {
   const access = privateDataDir(config.dataDir);
   if (access === 'tightened') log.info({ dataDir: config.dataDir }, 'data dir made readable by its owner only');
   if (access === 'shared') log.warn({ dataDir: config.dataDir }, 'data dir is readable by other users and not ours to change; give Sluice a dir of its own');
+  if (name === 'serve' || name === 'worker') sealKeyBesideData(config, log);
   const engine = await openEngine(config, log);
   try {
     return await command(engine, args, io);

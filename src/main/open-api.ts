@@ -29,6 +29,7 @@ export function apiDeps(engine: Engine): ApiDeps {
       trustProxy: config.api.trustProxy,
       metrics: { enabled: config.metrics.enabled, token: config.metrics.token },
       validityDeadlineMs: config.validity.deadlineMs,
+      heavyReadsPerAccount: config.api.heavyReadsPerAccount,
     },
     enrich: openEnricher(engine),
     ready: async () => {

@@ -6,7 +6,9 @@ import { applyHeapGrowth } from './heap-growth.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { KeyStore } from '../auth/key-store.js';
+import { openSealer } from './open-sealer.js';
 import { SessionStore } from '../auth/session-store.js';
+import type { ShreddingSealer } from '../auth/data-keys.js';
 import { REMOTE_CAPABLE_KINDS, type Config, type RemoteCapableKind } from '../config/load-config.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { Engine } from '../jobs/engine.js';
@@ -98,15 +100,16 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     metrics,
   };
   await requireSharedSealKey(store, sealKey);
+  const sealer = openSealer(config, store, sealKey);
   const jobService = new JobService(deps);
-  const webhooks = openWebhooks(config, store, sealKey, jobService, deps.objects, overrides);
   const secretScans = openSecretScans(config, store, sealKey, clock, log, { allowPrivate: config.webhooks.allowPrivate, resolve: overrides.resolve ?? systemResolver });
+  const webhooks = openWebhooks(config, store, sealer, jobService, deps.objects, overrides);
   return {
     config,
     deps,
     jobService,
     auth: {
-      keys: new KeyStore(store.keys, sealKey, config.api.keyRevealSeconds * 1000),
+      keys: new KeyStore(store.keys, sealer, config.api.keyRevealSeconds * 1000),
       sessions: new SessionStore(store.sessions, config.api.sessionTtlSeconds * 1000),
     },
     webhooks,
@@ -199,9 +202,9 @@ function serviceOf(url: string): string {
   return `${parsed.origin}${parsed.pathname}`;
 }
 
-function openWebhooks(config: Config, store: Store, sealKey: Buffer, jobService: JobService, objects: ObjectStore, overrides: EngineOverrides): Webhooks {
+function openWebhooks(config: Config, store: Store, sealer: ShreddingSealer, jobService: JobService, objects: ObjectStore, overrides: EngineOverrides): Webhooks {
   const policy = { allowPrivate: config.webhooks.allowPrivate, resolve: overrides.resolve ?? systemResolver };
-  const webhookStore = new WebhookStore(store.webhooks, sealKey);
+  const webhookStore = new WebhookStore(store.webhooks, sealer);
   const client = new WebhookClient({
     webhooks: webhookStore,
     transport: new HttpTransport(policy, overrides.webhookCa ? { ca: overrides.webhookCa } : {}),

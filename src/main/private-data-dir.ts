@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /** What Sluice itself keeps at the top of a data dir; anything else an operator put there is left alone. */
-const OWN_ENTRIES = ['sluice.db', 'sluice.db-wal', 'sluice.db-shm', 'seal.key', 's3-credentials.json', 's3'];
+const OWN_ENTRIES = ['sluice.db', 'sluice.db-wal', 'sluice.db-shm', 'seal.key', 's3-credentials.json', 's3', 'data-keys'];
 
 /** The sticky bit (S_ISVTX), which node's fs.constants does not name. */
 const STICKY = 0o1000;

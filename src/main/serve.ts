@@ -66,6 +66,8 @@ function clientLimits(config: Config): ClientLimits {
     bodyMinBytesPerSecond: api.bodyMinBytesPerSecond,
     maxBodyBytes: api.maxUploadBytes,
     maxConnections: api.maxConnections,
+    // Per TCP peer: behind a trusted proxy every client has the proxy's address, so the proxy limits them.
+    ...(api.trustProxy === undefined ? { perAddress: { connections: api.maxConnectionsPerAddress, requests: api.maxRequestsPerAddress } } : {}),
   };
 }
 

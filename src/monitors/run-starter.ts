@@ -6,6 +6,9 @@ import type { JobRecord } from '../storage/job-records.js';
 import type { RunClaim } from '../storage/monitor-run-records.js';
 import { inputCell, RUN_PIPELINES, runJobType } from './tracked-values.js';
 
+/** The reason of a run refused at balance 0, the code a bulk upload gets then. */
+export const INSUFFICIENT_CREDITS = 'insufficient_credits';
+
 /** Targets read per store call while the input is written: memory is one page, whatever the monitor holds. */
 const TARGET_PAGE = 1_000;
 
@@ -39,6 +42,12 @@ export async function startRun(deps: RunDeps, claim: RunClaim, signal: AbortSign
   const { engine } = deps;
   const jobId = runJobId(run.id);
   let job = await engine.jobs.get(jobId);
+  if (!job && monitor.targetCount > 0 && (await engine.billing.requireAccount(run.accountId)).credits <= 0) {
+    // Refused before its input is written and split (issue 27, finding 3): a run at balance 0 split
+    // a million-row job only to pause it, the work and storage a bulk upload at 0 is refused (402).
+    engine.log.info({ runId: run.id, monitorId: monitor.id, accountId: run.accountId }, 'monitor run refused: no credits');
+    return engine.store.monitorRuns.finish({ runId: run.id, lease, status: 'failed', reason: INSUFFICIENT_CREDITS, totalRecords: 0, creditsUsed: 0, events: [], now: engine.clock.now() });
+  }
   if (!job) {
     const inputKey = runInputKey(run.id);
     const written = { targets: 0 };

@@ -86,6 +86,10 @@ export const ERROR_CODES = {
   keyNotFound: 'key_not_found',
   keyGone: 'key_gone',
   rateLimited: 'rate_limited',
+  /** More heavy reads (watched targets, run results) in flight for one account than allowed; Retry-After: 1. */
+  tooManyHeavyReads: 'too_many_heavy_reads',
+  /** More requests in flight from one client address than allowed (SLUICE_MAX_REQUESTS_PER_ADDRESS). */
+  tooManyInFlight: 'too_many_in_flight',
   /** Login refused before any hash: too many failures for this email or from this address. */
   tooManyAttempts: 'too_many_attempts',
   /** More logins waiting for a password hash than the process queues; retry after Retry-After. */
@@ -102,6 +106,8 @@ export const ERROR_CODES = {
   deliveryUnreachable: 'delivery_unreachable',
   /** The account has as many webhooks as it may (MAX_WEBHOOKS_PER_ACCOUNT): delete one first. */
   tooManyWebhooks: 'too_many_webhooks',
+  /** An account already holds MAX_KEYS_PER_ACCOUNT keys that are not revoked. */
+  tooManyKeys: 'too_many_keys',
   /** A delivery never sent: its account already had MAX_PENDING_DELIVERIES_PER_ACCOUNT pending. */
   backlogFull: 'backlog_full',
   // monitors and target lists

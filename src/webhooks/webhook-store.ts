@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { seal, unseal } from '../auth/secrets.js';
+import { webhookKeyName, type ShreddingSealer } from '../auth/data-keys.js';
 import type { WebhookRow } from '../storage/records.js';
 import type { WebhooksPort } from '../storage/store.js';
 import { newSigningSecret } from './sign.js';
@@ -52,7 +52,7 @@ export interface WebhookChanges {
 export class WebhookStore {
   constructor(
     private readonly webhooks: WebhooksPort,
-    private readonly sealKey: Buffer,
+    private readonly sealer: ShreddingSealer,
   ) {}
 
   /**
@@ -62,7 +62,7 @@ export class WebhookStore {
   async create(input: NewWebhook): Promise<{ webhook: Webhook; secret: string | undefined }> {
     const id = randomUUID();
     const secret = input.kind === WEBHOOK_KINDS.generic ? newSigningSecret() : undefined;
-    await this.webhooks.insert({
+    const inserting = this.webhooks.insert({
       id,
       accountId: input.accountId,
       kind: input.kind,
@@ -70,11 +70,17 @@ export class WebhookStore {
       events: input.events,
       description: input.description,
       isActive: input.isActive,
-      secretSealed: secret === undefined ? null : seal(secret, this.sealKey),
+      // Under a data key of this webhook's own, destroyed when it is deleted (src/auth/data-keys.ts).
+      secretSealed: secret === undefined ? null : await this.sealer.seal(secret, webhookKeyName(id)),
       telegramChat: input.telegram?.chatId ?? null,
-      telegramTokenSealed: input.telegram ? seal(input.telegram.token, this.sealKey) : null,
+      telegramTokenSealed: input.telegram ? await this.sealer.seal(input.telegram.token, webhookKeyName(id)) : null,
       now: input.now,
     }, MAX_WEBHOOKS_PER_ACCOUNT);
+    // A refused webhook (one too many) leaves no data key behind.
+    await inserting.catch(async (error: unknown) => {
+      await this.sealer.destroy(webhookKeyName(id));
+      throw error;
+    });
     return { webhook: (await this.get(id))!, secret };
   }
 
@@ -103,17 +109,20 @@ export class WebhookStore {
 
   /** False when there was nothing to delete, so that a second DELETE is a 404. */
   async delete(id: string, now: number): Promise<boolean> {
-    return this.webhooks.remove(id, now);
+    const removed = await this.webhooks.remove(id, now);
+    // The row stays (soft delete) with its sealed secrets: destroying the data key erases them.
+    if (removed) await this.sealer.destroy(webhookKeyName(id));
+    return removed;
   }
 
   async signingSecret(id: string): Promise<string | undefined> {
     const row = await this.webhooks.sealedSecrets(id);
-    return row?.secret ? unseal(row.secret, this.sealKey) : undefined;
+    return row?.secret ? this.sealer.unseal(row.secret) : undefined;
   }
 
   async telegramToken(id: string): Promise<string | undefined> {
     const row = await this.webhooks.sealedSecrets(id);
-    return row?.token ? unseal(row.token, this.sealKey) : undefined;
+    return row?.token ? this.sealer.unseal(row.token) : undefined;
   }
 }
 

@@ -209,7 +209,7 @@ describe('disabling, enabling and revoking', () => {
     expect(json(r)).toEqual({ error: 'bad key' });
   });
 
-  it('needs a non-readonly role to disable or enable; tech may, on keys of its own standing or below', async () => {
+  it('needs a non-readonly role to disable; tech may, on keys of its own standing or below; only admin enables', async () => {
     const h = await openApiHarness();
     const a = await newAccount(h);
     const readonly = await addKey(h, a.id, 'readonly');
@@ -225,8 +225,11 @@ describe('disabling, enabling and revoking', () => {
       const byTech = await h.app.inject({ method: 'PATCH', url: `/api/account/keys?id=${victim.keyId}&action=disable`, headers: bearer(tech.key) });
       expect(byTech.statusCode).toBe(200);
       expect((await use(h, victim.key)).statusCode).toBe(401);
+      // Issue 27, finding 4: enabling undoes a leak's containment, so only an admin key enables.
       const back = await h.app.inject({ method: 'PATCH', url: `/api/account/keys?id=${victim.keyId}&action=enable`, headers: bearer(tech.key) });
-      expect(back.statusCode).toBe(200);
+      expect(back.statusCode).toBe(403);
+      const byAdmin = await h.app.inject({ method: 'PATCH', url: `/api/account/keys?id=${victim.keyId}&action=enable`, headers: bearer(a.key) });
+      expect(byAdmin.statusCode).toBe(200);
       expect((await use(h, victim.key)).statusCode).toBe(200);
     }
   });

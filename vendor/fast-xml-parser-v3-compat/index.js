@@ -227,9 +227,59 @@ function convertToJson(node, options, parentTagName) {
   return jObj;
 }
 
+/**
+ * What follows the root element, if anything but white space, comments and processing
+ * instructions: fast-xml-parser 5's validator lets an element or text through after a
+ * self-closing root (`<a/><b/>`), which the README says this layer refuses (issue 27, finding 6).
+ * Runs after the validator, so the tags are well formed; only their nesting is followed here.
+ */
+function afterRoot(xml) {
+  let depth = 0;
+  let seenRoot = false;
+  for (let i = 0; i < xml.length; ) {
+    if (xml.startsWith('<!--', i)) {
+      const end = xml.indexOf('-->', i + 4);
+      i = end < 0 ? xml.length : end + 3;
+    } else if (xml.startsWith('<?', i)) {
+      const end = xml.indexOf('?>', i + 2);
+      i = end < 0 ? xml.length : end + 2;
+    } else if (xml.startsWith('<![CDATA[', i)) {
+      if (depth === 0) return seenRoot ? 'CDATA after the root element' : undefined;
+      const end = xml.indexOf(']]>', i + 9);
+      i = end < 0 ? xml.length : end + 3;
+    } else if (xml.startsWith('<!', i)) {
+      if (seenRoot) return 'a declaration after the root element';
+      const subset = xml.indexOf('[', i);
+      const close = xml.indexOf('>', i);
+      const end = subset >= 0 && subset < close ? xml.indexOf(']>', subset) + 1 : close;
+      i = end <= 0 ? xml.length : end + 1;
+    } else if (xml[i] === '<') {
+      if (depth === 0 && seenRoot) return 'an element after the root element';
+      let j = i + 1;
+      for (let quote = null; j < xml.length; j++) {
+        const c = xml[j];
+        if (quote) {
+          if (c === quote) quote = null;
+        } else if (c === '"' || c === "'") quote = c;
+        else if (c === '>') break;
+      }
+      if (xml[i + 1] === '/') depth--;
+      else if (xml[j - 1] !== '/') depth++;
+      seenRoot = true;
+      i = j + 1;
+    } else {
+      if (depth === 0 && seenRoot && !/\s/.test(xml[i])) return 'text after the root element';
+      i++;
+    }
+  }
+  return undefined;
+}
+
 function validate(xmlData, validationOptions) {
   const result = XMLValidator.validate(xmlData, validationOptions);
   if (result !== true) return result;
+  const trailing = afterRoot(xmlData);
+  if (trailing) return { err: { code: 'InvalidXml', msg: `Extra content at the end of the document: ${trailing}`, line: 1, col: 1 } };
   try {
     getTraversalObj(xmlData);
   } catch (error) {

@@ -39,6 +39,9 @@ export function keyName(body: unknown): string {
   return name.trim();
 }
 
+/** API keys an account may hold that are not revoked (disabled ones count): bounds what a leaked key can mint. */
+export const MAX_KEYS_PER_ACCOUNT = 50;
+
 /** Spec 4.1: the account's keys, managed with an API key. Secrets are never listed. */
 export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   // onRequest: the key is checked (and the request counted) before the body is even read.
@@ -74,6 +77,11 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       }
       const role = (rawRole as Role | undefined) ?? caller.key.role;
       if (role === 'admin' && caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
+      // Checked before the insert: two creates racing for the last place can both pass, by one key.
+      const live = (await deps.keys.list(caller.accountId)).filter((k) => k.revokedAt === null).length;
+      if (live >= MAX_KEYS_PER_ACCOUNT) {
+        throw httpError(409, ERROR_CODES.tooManyKeys, `An account may have at most ${MAX_KEYS_PER_ACCOUNT} API keys that are not revoked; revoke one first`, { limit: MAX_KEYS_PER_ACCOUNT });
+      }
       const { key, secret } = await deps.keys.create({ accountId: caller.accountId, name, role, now: deps.engine.clock.now() });
       await audit(request, AUDIT_ACTIONS.keyCreated, key.id);
       return { id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, is_active: key.isActive, role: key.role };
@@ -103,6 +111,9 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       const caller = requireWritable(request);
       const key = await ownKey(caller.accountId, id);
       if (outranks(key.role, caller.key.role)) throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
+      // Disabling is how a leak is contained, so a tech key may do it; enabling undoes that, so only
+      // an admin may: a leaked tech key re-enabled the one an admin had disabled (issue 27, finding 4).
+      if (action === 'enable' && caller.key.role !== ROLES.admin) throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions: only an admin key enables keys');
       if (!(await deps.keys.setActive(key.id, action === 'enable'))) throw httpError(409, ERROR_CODES.invalidState, 'API key is revoked');
       await audit(request, action === 'enable' ? AUDIT_ACTIONS.keyEnabled : AUDIT_ACTIONS.keyDisabled, key.id);
       return { message: action === 'disable' ? 'API key disabled' : 'API key enabled' };

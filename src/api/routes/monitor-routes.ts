@@ -292,11 +292,15 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
         tags: ['monitors'],
         description: 'Queues a run now, with API-key auth (spec 4.8). The schedule is not moved: next_run_at stays.',
         params: idParams,
-        response: { 202: { description: 'The queued run', ...runSchema }, ...errorResponses, ...conflict },
+        response: { 202: { description: 'The queued run', ...runSchema }, ...errorResponses, ...conflict, 402: { description: 'insufficient_credits: the balance is 0, as a bulk upload would be refused', ...errorSchema } },
       },
     },
     async (request, reply) => {
       const caller = requireWritable(request);
+      // As a bulk upload at balance 0 (issue 27, finding 3): refused before anything is queued or split.
+      if ((await deps.engine.billing.requireAccount(caller.accountId)).credits <= 0) {
+        throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
+      }
       return reply.code(202).send(runView(await service.run(caller.accountId, request.params.id)));
     },
   );

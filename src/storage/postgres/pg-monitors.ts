@@ -207,14 +207,14 @@ export class PgMonitors implements MonitorsPort {
   async monitoringTargets(accountId: string, filter: Page & { type?: MonitorType | undefined }): Promise<{ targets: MonitoringTarget[]; total: number }> {
     const from = 'FROM monitor_targets t JOIN monitors m ON m.id = t.monitor_id WHERE m.account_id = $1 AND ($2::text IS NULL OR m.type = $2) GROUP BY m.type, t.target';
     const params = [accountId, filter.type ?? null];
-    const [page, count] = await Promise.all([
-      this.db.query<Omit<MonitoringTarget, 'monitorIds'> & { monitorIds: string }>(
-        `SELECT m.type AS type, t.target AS target, string_agg(m.id, ',') AS "monitorIds", min(t.added_at) AS "addedAt" ${from}
-         ORDER BY m.type, t.target COLLATE "C" LIMIT $3 OFFSET $4`,
-        [...params, filter.limit, filter.offset],
-      ),
-      this.db.query<{ n: number }>(`SELECT count(*) AS n FROM (SELECT 1 ${from}) AS watched`, params),
-    ]);
+    // One after the other: a heavy read holds one pooled connection, not two (issue 27, finding 2),
+    // or two of them in flight for one account took a whole pool of four from every other account.
+    const page = await this.db.query<Omit<MonitoringTarget, 'monitorIds'> & { monitorIds: string }>(
+      `SELECT m.type AS type, t.target AS target, string_agg(m.id, ',') AS "monitorIds", min(t.added_at) AS "addedAt" ${from}
+       ORDER BY m.type, t.target COLLATE "C" LIMIT $3 OFFSET $4`,
+      [...params, filter.limit, filter.offset],
+    );
+    const count = await this.db.query<{ n: number }>(`SELECT count(*) AS n FROM (SELECT 1 ${from}) AS watched`, params);
     return { targets: page.rows.map((r) => ({ ...r, monitorIds: r.monitorIds.split(',').sort() })), total: count.rows[0]!.n };
   }
 

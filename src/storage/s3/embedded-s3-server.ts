@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import S3rver from 's3rver';
@@ -172,9 +172,31 @@ class EmbeddedS3Server implements EmbeddedS3 {
       await this.s3rver.configureBuckets();
     }
     const bucketDir = path.join(this.s3Dir, 'buckets', this.options.bucket);
-    return http.createServer(frontHandler(this.s3rver.callback(), this.options, this.identity, { bucketDir, metadataOf: metadataReader(this.s3rver, this.options.bucket) }));
+    const server = http.createServer(
+      { headersTimeout: S3_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
+      frontHandler(this.s3rver.callback(), this.options, this.identity, { bucketDir, metadataOf: metadataReader(this.s3rver, this.options.bucket) }),
+    );
+    // A socket silent this long is closed, mid-body or between requests; nothing Sluice sends pauses
+    // that long (an upload relayed from a slow client pauses at most SLUICE_BODY_IDLE_SECONDS, 30 s
+    // by default, and longer ones are cut by the API first).
+    server.setTimeout(S3_IDLE_TIMEOUT_MS, (socket) => socket.destroy());
+    // Node's headers time-out starts with the first byte: a connection that sends none is cut here.
+    server.on('connection', (socket: Socket) => {
+      const silent = setTimeout(() => socket.destroy(), S3_HEADERS_TIMEOUT_MS);
+      silent.unref();
+      socket.once('data', () => clearTimeout(silent));
+      socket.once('close', () => clearTimeout(silent));
+    });
+    return server;
   }
 }
+
+/**
+ * Time-outs of the embedded S3 port (issue 27, finding 6): without them an idle or trickling
+ * connection stayed open past 75 s. The SDK sends its headers at once, so 10 s is plenty.
+ */
+export const S3_HEADERS_TIMEOUT_MS = 10_000;
+export const S3_IDLE_TIMEOUT_MS = 60_000;
 
 /**
  * s3rver verifies no SigV4 signature at all (it only looks the access key id up) and lets

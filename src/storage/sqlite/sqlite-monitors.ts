@@ -32,6 +32,7 @@ import {
 import { nextPeriodAfter, periodAtOrBefore } from '../monitor-schedule.js';
 import type { MonitorsPort } from '../store.js';
 import type { Db } from './open-database.js';
+import type { SqliteReadThread } from './sqlite-read-thread.js';
 
 /**
  * Lists, monitors and the schedule. Every write is one IMMEDIATE transaction: SQLite's single
@@ -40,7 +41,11 @@ import type { Db } from './open-database.js';
 export class SqliteMonitors implements MonitorsPort {
   private readonly s;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    /** Where the heavy reads run, off the event loop (issue 27, finding 2); absent: on this thread. */
+    private readonly reads?: SqliteReadThread,
+  ) {
     this.s = {
       insertList: db.prepare(
         "INSERT INTO target_lists (id, account_id, name, type, status, source_key, created_at) VALUES (?, ?, ?, ?, 'importing', ?, ?)",
@@ -271,13 +276,19 @@ export class SqliteMonitors implements MonitorsPort {
 
   async targets(accountId: string, monitorId: string, page: Page): Promise<{ targets: MonitorTarget[]; total: number }> {
     const m = this.requireMonitor(accountId, monitorId);
+    if (this.reads) return { targets: await this.reads.all<MonitorTarget>(this.s.targets.source, [monitorId, page.limit, page.offset]), total: m.targetCount };
     return { targets: this.s.targets.all(monitorId, page.limit, page.offset) as MonitorTarget[], total: m.targetCount };
   }
 
   async monitoringTargets(accountId: string, filter: Page & { type?: MonitorType | undefined }): Promise<{ targets: MonitoringTarget[]; total: number }> {
     const type = filter.type ?? null;
-    const rows = this.s.watched.all(accountId, type, type, filter.limit, filter.offset) as (Omit<MonitoringTarget, 'monitorIds'> & { monitorIds: string })[];
-    const { n } = this.s.countWatched.get(accountId, type, type) as { n: number };
+    type Row = Omit<MonitoringTarget, 'monitorIds'> & { monitorIds: string };
+    const [rows, { n }] = this.reads
+      ? await Promise.all([
+          this.reads.all<Row>(this.s.watched.source, [accountId, type, type, filter.limit, filter.offset]),
+          this.reads.get<{ n: number }>(this.s.countWatched.source, [accountId, type, type]).then((r) => r!),
+        ])
+      : [this.s.watched.all(accountId, type, type, filter.limit, filter.offset) as Row[], this.s.countWatched.get(accountId, type, type) as { n: number }];
     return { targets: rows.map((r) => ({ ...r, monitorIds: r.monitorIds.split(',').sort() })), total: n };
   }
 

@@ -21,6 +21,7 @@ import { SqliteSessions } from './sqlite-sessions.js';
 import { SqliteWebhooks } from './sqlite-webhooks.js';
 import { SqliteRetention } from './sqlite-retention.js';
 import { SqliteIpNetwork } from './sqlite-ip-network.js';
+import { SqliteReadThread } from './sqlite-read-thread.js';
 
 /**
  * The embedded store: one SQLite file (WAL) that every process on a data dir shares. Its
@@ -34,6 +35,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
   const outbox = new SqliteOutbox(db);
   const billing = new SqliteBilling(db, results, outbox, names);
   const ping = db.prepare('SELECT 1');
+  const reads = new SqliteReadThread(file, options.busyTimeoutMs);
   return {
     kind: 'sqlite',
     jobs: new SqliteJobs(db, billing, results, outbox, hooks),
@@ -50,7 +52,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     limits: new SqliteLimits(db),
     audit: new SqliteAudit(db),
     retention: new SqliteRetention(db),
-    monitors: new SqliteMonitors(db),
+    monitors: new SqliteMonitors(db, reads),
     monitorRuns: new SqliteMonitorRuns(db, outbox),
     monitorResults: new SqliteMonitorResults(db),
     repoScans: new SqliteRepoScans(db),
@@ -62,6 +64,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     async close() {
       db.close();
       await names.close();
+      await reads.close();
     },
   };
 }
