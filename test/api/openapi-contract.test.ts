@@ -4,6 +4,8 @@ import { OpenApiRequestCheck } from '../support/openapi-request-check.js';
 import { OpenApiResponseCheck } from '../support/openapi-response-check.js';
 import { TEST_STORES } from '../support/test-engine.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
+import { startEnrichWorld } from '../support/enrich-world.js';
+import { startRangeFake } from '../support/range-provider-fake.js';
 import { harnessSeeder } from '../monitors/result-fixtures.js';
 import { CORPUS, type CorpusRequest } from './contract-corpus.js';
 
@@ -14,16 +16,23 @@ import { CORPUS, type CorpusRequest } from './contract-corpus.js';
  * the document cannot drift from the code.
  */
 const receivers: Receiver[] = [];
+const stoppers: Array<() => Promise<void>> = [];
 afterAll(async () => {
   for (const r of receivers.splice(0)) await r.close();
   await closeHarnesses();
+  for (const stop of stoppers.splice(0)) await stop();
 });
 
 describe.each(TEST_STORES)('the corpus of real requests, replayed on %s', (kind) => {
   it('meets the document at every request and every answer, and covers every operation', async () => {
     const receiver = await startReceiver({ protocol: 'http' });
     receivers.push(receiver);
-    const h: ApiHarness = await openStoreHarness(kind, { SLUICE_WEBHOOK_ALLOW_PRIVATE: 'true' });
+    // The email and password routes' fakes, all on loopback: DNS, SMTP, RDAP, HTTPS; a range service.
+    const world = await startEnrichWorld();
+    stoppers.push(() => world.stop());
+    const range = await startRangeFake([{ hash: '21BD12DC183F740EE76F27B78EB39C8AD972A757', count: 42 }]);
+    stoppers.push(() => range.close());
+    const h: ApiHarness = await openStoreHarness(kind, { ...world.env, SLUICE_PASSWORD_RANGE_URL: `${range.url}/`, SLUICE_WEBHOOK_ALLOW_PRIVATE: 'true' });
     const account = await newAccount(h, { credits: 10_000 });
     const doc = json(await h.app.inject({ method: 'GET', url: '/api/openapi.json' }));
     const requests = new OpenApiRequestCheck(doc);
