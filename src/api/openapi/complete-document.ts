@@ -21,6 +21,9 @@ const HEADERS = {
   Location: { description: 'Where the resource is: a presigned URL, valid for a limited time', schema: { type: 'string', format: 'uri' } },
 };
 
+/** What a 400 means on a GET, which has no body to be malformed. */
+const GUARDED_400 = 'invalid_request: a NUL character in the path or query, or an offset or limit beyond 2^53 - 1';
+
 /**
  * Completes what @fastify/swagger made of the route declarations into the document outside tools
  * expect (Spectral `spectral:oas`, Redocly `recommended`, Prism): ids, summaries, declared tags,
@@ -98,6 +101,9 @@ function completeOperation(path: string, method: string, op: Doc, entry: Operati
   if (secured) [401, 429].forEach((s) => statuses.add(s));
   // Fastify reads a JSON body on any route that may have one, declared or not: too large is 413, malformed 400.
   if (method !== 'get') [400, 413].forEach((s) => statuses.add(s));
+  // The input guards (src/api/input-guards.ts) run before every route: a NUL character in the path or
+  // query, or an offset or limit past MAX_PAGE_NUMBER, is 400 on any operation, GET included.
+  statuses.add(400);
   if (op.requestBody !== undefined) {
     // The gender routes answer every request-shape problem with 400 (spec 4.3).
     if (family !== ROUTE_FAMILIES.gender) [415, 422].forEach((s) => statuses.add(s));
@@ -112,7 +118,7 @@ function completeOperation(path: string, method: string, op: Doc, entry: Operati
     const bodyless = current?.content === undefined || isLooseObject(current.content['application/json']?.schema);
     if (current !== undefined && !bodyless) continue;
     responses[key] = {
-      description: current?.description ?? entry.errors?.[status] ?? STATUS_MEANINGS[status] ?? 'Error',
+      description: current?.description ?? entry.errors?.[status] ?? (method === 'get' && status === 400 ? GUARDED_400 : STATUS_MEANINGS[status]) ?? 'Error',
       content: { 'application/json': { schema: { $ref: `#/components/schemas/${errorSchemaName(path, status)}` } } },
     };
   }

@@ -119,7 +119,7 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
     summary: 'Create an API key',
     requestBody: jsonBody(object(['name'], { name: { type: 'string', maxLength: 200 }, role: { type: 'string', enum: ['admin', 'tech', 'readonly'] } })),
     ok: { 200: { description: 'The new key, whose secret is shown this once', content: json({ allOf: [ref('ApiKey'), object(['key'], { key: str })] }) } },
-    errors: { 400: 'Name is required', 403: 'A readonly key, or a non-admin key asking for an admin key', 422: 'name or role invalid' },
+    errors: { 400: 'Name is required', 403: 'A readonly key, or a non-admin key asking for an admin key', 409: 'too_many_keys: the account has as many keys that are not revoked as it may; revoke one first', 422: 'name or role invalid' },
   },
   'GET /api/account/keys': {
     operationId: 'listKeys',
