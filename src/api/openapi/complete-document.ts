@@ -123,6 +123,11 @@ function completeOperation(path: string, method: string, op: Doc, entry: Operati
     };
   }
 
+  // sendError answers every 401 of the agent family `{c, m}`, whatever a route's own (open) 401 schema says.
+  if (family === ROUTE_FAMILIES.agent && responses['401'] !== undefined) {
+    responses['401'] = { ...responses['401'], content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentUnauthorized' } } } };
+  }
+
   for (const [status, response] of Object.entries<Doc>(responses)) {
     const code = Number(status);
     if (secured && code !== 401) response.headers = { ...RATE_HEADERS, ...response.headers };
