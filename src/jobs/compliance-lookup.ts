@@ -20,6 +20,8 @@ export interface ComplianceLookupDeps {
   engine: EngineDeps;
   /** Registration data (RDAP), for the registrant's country; absent: that signal is missing. */
   registration?: ((domain: string, signal?: AbortSignal) => Promise<DomainInfo | null>) | undefined;
+  /** The mail servers' country from imported IP network data; absent or null: that signal is missing. */
+  mailServerCountry?: ((domain: string, signal?: AbortSignal) => Promise<string | null>) | undefined;
 }
 
 /**
@@ -45,16 +47,17 @@ export async function complianceLookup(deps: ComplianceLookupDeps, accountId: st
   const check = await engine.store.complianceChecks.latest(accountId, keyHash, since);
   if (repeat && check?.settledAt != null) return { ok: true, answer: { ...(check.answer as ComplianceVerdict), email: key, credits: 0 } };
 
-  const [outcome, registration] = await Promise.all([
+  const [outcome, registration, mailCountry] = await Promise.all([
     verifier.lookup([key], signal).then((o) => o[0]),
     deps.registration ? deps.registration(domain, signal).catch(() => null) : Promise.resolve(null),
+    deps.mailServerCountry ? deps.mailServerCountry(domain, signal).catch(() => null) : Promise.resolve(null),
   ]);
   const settled = outcome?.ok === true ? (outcome.result as ValidityResult) : undefined;
   const flags = flagsOf(local, domain);
   const verdict = complianceVerdict({
     cctld_country: ccTldCountry(domain),
     registration_country: registration?.registrant_country ?? null,
-    mail_server_country: null,
+    mail_server_country: mailCountry,
     role_account: flags.role_account,
     disposable: flags.disposable,
     free_provider: flags.free_provider,

@@ -4,7 +4,9 @@ import { withBreakers } from '../lookups/enrich/breaker-json.js';
 import { dnssecProbeFor } from '../lookups/enrich/dnssec-probe.js';
 import type { BreachSummary, EmailEnricherDeps } from '../lookups/enrich/email-enricher.js';
 import { guardedGet, type GuardedGetOptions } from '../lookups/enrich/guarded-get.js';
+import { mailServerNetwork } from '../lookups/enrich/mail-server-network.js';
 import { RdapClient } from '../lookups/enrich/rdap-client.js';
+import { EmbeddedIpNetwork, IP_NETWORK_KIND } from '../lookups/ip/embedded-ip-network.js';
 import type { EmailBreachResult } from '../lookups/email/embedded-email-breach-index.js';
 import { EMAIL_BREACHES_KIND } from '../storage/directory-rules.js';
 import { VALIDITY_KIND, type ValidityResult } from '../lookups/validity/validity-result.js';
@@ -43,6 +45,8 @@ export function openEnricher(engine: Engine): EmailEnricherDeps {
     return JSON.parse(got.body) as unknown;
   }, { clock: deps.clock });
   const breachProvider = deps.providers.get(EMAIL_BREACHES_KIND);
+  // The IP network lookup's own in-memory index (not its provider's lookup, which would also ask passive DNS).
+  const ipProvider = deps.providers.get(IP_NETWORK_KIND);
   return {
     resolver,
     dnssec: dnssecProbeFor(config.validity.dnsServers, Math.min(e.timeoutMs, 2_000)),
@@ -64,6 +68,7 @@ export function openEnricher(engine: Engine): EmailEnricherDeps {
       const result = (await deps.results.getMany<ValidityResult>(VALIDITY_KIND, [email], since)).get(email);
       return result?.smtp?.tls ? { host: result.smtp.host, tls: result.smtp.tls } : null;
     },
+    ipNetwork: ipProvider instanceof EmbeddedIpNetwork ? async (ip) => mailServerNetwork(await ipProvider.networkData(), ip) : undefined,
     now: () => deps.clock.now(),
     cacheSeconds: e.cacheSeconds,
   };

@@ -98,6 +98,10 @@ const MAIL_SERVER = {
     tls_issuer: { ...NS, description: 'From the verifier\'s STARTTLS evidence when the address was verified in the window' },
     tls_expires_at: NS,
     tls_days_left: NI,
+    asn: { ...NI, description: 'Origin AS of the address in the latest imported pfx2as snapshot; present only once IP network data is imported' },
+    org: { ...NS, description: 'Organisation of that AS (AS names import), else its AS name' },
+    country: { ...NS, description: 'Country of the registry delegation holding the address, else of the AS' },
+    hosting: { type: ['boolean', 'null'], description: 'true: the AS is in Sluice\'s documented list of hosting/cloud ASNs; null: not known (the list is not exhaustive)' },
   },
 } as const;
 

@@ -9,7 +9,7 @@ export type ComplianceVerdictValue = (typeof COMPLIANCE_VERDICTS)[keyof typeof C
 export interface ComplianceSignals {
   cctld_country: string | null;
   registration_country: string | null;
-  /** Needs imported IP network data; null until then. */
+  /** From imported IP network data (the first MX, in preference order, with a known country); null without it. */
   mail_server_country: string | null;
   role_account: boolean;
   disposable: boolean;

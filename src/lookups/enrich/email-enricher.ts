@@ -9,6 +9,7 @@ import { gradeDomain } from './domain-grade.js';
 import { gravatarHash, gravatarProfile } from './gravatar.js';
 import type { GuardedGetOptions } from './guarded-get.js';
 import { bimiRecord, mtaStsRecord, probeDkim, tlsRptRecord } from './mail-auth-records.js';
+import type { MailServerNetworkLookup } from './mail-server-network.js';
 import { fetchMtaStsPolicy } from './mta-sts-policy.js';
 import type { DomainInfo, RdapClient } from './rdap-client.js';
 import { checkSpf } from './spf-check.js';
@@ -31,6 +32,8 @@ export interface EmailEnricherDeps {
   breaches?: ((email: string) => Promise<BreachSummary | null>) | undefined;
   /** The verifier's STARTTLS evidence for the address, when it was verified recently: host and TLS. */
   tlsEvidence?: ((email: string) => Promise<{ host: string; tls: TlsEvidence } | null>) | undefined;
+  /** The mail servers' asn, org, country and hosting from imported IP network data; null: none imported. */
+  ipNetwork?: MailServerNetworkLookup | undefined;
   now: () => number;
   /** Seconds a report is answered from the result cache; 0: never. */
   cacheSeconds: number;
@@ -105,6 +108,10 @@ export async function enrichEmail(deps: EmailEnricherDeps, input: string, signal
   answer.mail_servers = await Promise.all(
     servers.map(async ({ host, ip }) => {
       const server: Record<string, unknown> = { host, ip };
+      if (ip !== null && deps.ipNetwork) {
+        const network = await deps.ipNetwork(ip).catch(() => null);
+        if (network !== null) Object.assign(server, network);
+      }
       if (ip !== null && deps.dnsblZones.length > 0) {
         const listed = await dnsblListings(r, ip, deps.dnsblZones, signal);
         if (listed !== null) Object.assign(server, { blocklisted: listed.length > 0, blocklists: listed });

@@ -2,6 +2,7 @@ import { keyToText, parseIp } from '../../shared/ip-keys.js';
 import type { IpNetworkPort } from '../../storage/ip-network-records.js';
 import type { LookupOutcome, LookupProvider } from '../lookup-provider.js';
 import { answerIp, type IpNetworkResult, type PassiveDnsSection } from './ip-network-answer.js';
+import type { IpNetworkData } from './ip-network-data.js';
 import { IpNetworkIndex } from './ip-network-index.js';
 
 /** Lookup kind of the IP network lookup: billing and the provider map use it. */
@@ -28,6 +29,11 @@ export class EmbeddedIpNetwork implements LookupProvider<IpNetworkResult> {
     private readonly today: () => string = () => new Date().toISOString().slice(0, 10),
   ) {
     this.index = new IpNetworkIndex(port);
+  }
+
+  /** The loaded data, current as of this call: for other reports that read the same index (enrich's mail servers). */
+  networkData(): Promise<IpNetworkData> {
+    return this.index.current();
   }
 
   async lookup(keys: readonly string[], signal?: AbortSignal): Promise<LookupOutcome<IpNetworkResult>[]> {
