@@ -14,6 +14,7 @@ import type {
   TargetListRecord,
 } from './monitor-records.js';
 import type { ComparisonCommit, RunClaim, RunEnd, StoredSnapshot } from './monitor-run-records.js';
+import type { StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from './workflow-records.js';
 import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, SnapshotRecord, TypedRunRecord } from './monitor-result-records.js';
 import type {
   Account,
@@ -68,6 +69,7 @@ export interface Store {
   readonly monitors: MonitorsPort;
   readonly monitorRuns: MonitorRunsPort;
   readonly monitorResults: MonitorResultsPort;
+  readonly workflows: WorkflowsPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -742,4 +744,42 @@ export interface MonitorRunsPort {
    * written once; false when it was not this lease's to end.
    */
   finish(end: RunEnd): Promise<boolean>;
+}
+
+/**
+ * Workflow definitions, their immutable versions, runs and logs (docs/workflows.md). Reads and
+ * writes through the API take the caller's account: another account's workflow or run reads as
+ * absent. Run execution (claimRun, commitStep) is leased and fenced like a job's chunks.
+ */
+export interface WorkflowsPort {
+  /** The workflow and its version 1. Atomic. */
+  create(input: WorkflowWrite & { id: string; accountId: string; now: number }): Promise<WorkflowRecord>;
+  get(accountId: string, id: string): Promise<WorkflowRecord | undefined>;
+  /** Oldest first. Two reads. */
+  list(accountId: string, filter: Page & { status?: string | undefined }): Promise<{ workflows: WorkflowRecord[]; total: number }>;
+  /** A new immutable version with `changes`; runs keep the version they pinned. Atomic, serialised on the workflow's row. */
+  update(accountId: string, id: string, changes: WorkflowWrite, now: number): Promise<WorkflowRecord | undefined>;
+  /** Soft: runs and logs stay readable; the workflow reads as absent. */
+  delete(accountId: string, id: string, now: number): Promise<boolean>;
+  /**
+   * A queued run of the workflow's current version, unless the account already has `maxInFlight`
+   * runs queued or running (too_many_runs, 429) or the workflow is not active (invalid_state, 409)
+   * or gone (workflow_not_found, 404). Serialised on the account, so the limit holds across
+   * processes and restarts.
+   */
+  startRun(input: { id: string; accountId: string; workflowId: string; input: string; maxInFlight: number; now: number }): Promise<WorkflowRunRecord>;
+  run(accountId: string, runId: string): Promise<WorkflowRunRecord | undefined>;
+  /** Newest first. Two reads. */
+  runs(accountId: string, filter: Page & { workflowId?: string | undefined }): Promise<{ runs: WorkflowRunRecord[]; total: number }>;
+  /** Oldest first. `workflow_run_not_found` (404) for another account's run. Two reads. */
+  logs(accountId: string, runId: string, page: Page): Promise<{ logs: WorkflowLogRecord[]; total: number }>;
+  /** A queued run, or a running one whose lease ran out and whose wake time (if any) has come. Takes a lease. */
+  claimRun(owner: string, now: number, leaseMs: number): Promise<WorkflowRunClaim | undefined>;
+  renewLease(runId: string, lease: Lease, until: number): Promise<boolean>;
+  /** One step's result, charge, delivery, logs, cursor and counters. Atomic, fenced by epoch and cursor. */
+  commitStep(commit: StepCommit): Promise<StepCommitResult>;
+  /** Cancels a queued or running run, fencing out the lease that runs it. invalid_state (409) when it has ended. */
+  cancel(accountId: string, runId: string, now: number): Promise<WorkflowRunRecord>;
+  /** A failed run queued again from its failed step, on its pinned version. invalid_state (409) unless failed. */
+  redrive(accountId: string, runId: string, now: number): Promise<WorkflowRunRecord>;
 }

@@ -14,6 +14,7 @@ import { SqliteMonitors } from './sqlite-monitors.js';
 import { SqliteMonitorRuns } from './sqlite-monitor-runs.js';
 import { SqliteMonitorResults } from './sqlite-monitor-results.js';
 import { SqliteOutbox } from './sqlite-outbox.js';
+import { SqliteWorkflows } from './sqlite-workflows.js';
 import { SqliteResults } from './sqlite-results.js';
 import { SqliteSessions } from './sqlite-sessions.js';
 import { SqliteWebhooks } from './sqlite-webhooks.js';
@@ -50,6 +51,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     monitors: new SqliteMonitors(db),
     monitorRuns: new SqliteMonitorRuns(db, outbox),
     monitorResults: new SqliteMonitorResults(db),
+    workflows: new SqliteWorkflows(db),
     async ping() {
       ping.get();
     },
