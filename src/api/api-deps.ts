@@ -16,6 +16,8 @@ export interface ApiSettings {
   readonly trustProxy?: readonly string[] | undefined;
   /** `GET /metrics`: false, not served; `token`, a bearer token it requires. Unset: served to anyone. */
   readonly metrics?: { readonly enabled: boolean; readonly token: string | undefined };
+  /** Workflow runs queued or running per account; unset: 100. */
+  readonly workflowRunsInFlight?: number;
 }
 
 /** What the HTTP layer needs; buildApp takes it whole and never reads configuration itself. */

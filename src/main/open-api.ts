@@ -25,6 +25,7 @@ export function apiDeps(engine: Engine): ApiDeps {
       maxRows: config.jobs.maxRows,
       trustProxy: config.api.trustProxy,
       metrics: { enabled: config.metrics.enabled, token: config.metrics.token },
+      workflowRunsInFlight: config.workflows.runsInFlight,
     },
     ready: async () => {
       await deps.store.ping();

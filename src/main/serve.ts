@@ -2,6 +2,7 @@ import { sweepRetentionPeriodically } from '../jobs/retention-sweep.js';
 import { Worker } from '../jobs/worker.js';
 import { driveMonitorRuns } from '../monitors/run-driver.js';
 import { scheduleMonitorsPeriodically } from '../monitors/scheduler.js';
+import { driveWorkflowRuns, workflowDriverDeps } from '../workflows/run-driver.js';
 import { webhookSender } from '../webhooks/webhooks.js';
 import { buildApp } from '../api/build-app.js';
 import type { ClientLimits } from '../api/slow-clients.js';
@@ -33,6 +34,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   // Where workers run, the schedule runs: `serve --no-worker` behind a load balancer leaves it to the worker machines.
   const stopSchedule = worker ? scheduleMonitorsPeriodically({ monitors: engine.deps.store.monitors, clock: engine.deps.clock, log: engine.deps.log }) : undefined;
   const stopRuns = worker ? driveMonitorRuns({ engine: engine.deps, jobService: engine.jobService }, worker.id, engine.config.jobs.pollMs) : undefined;
+  const stopWorkflows = worker ? driveWorkflowRuns(workflowDriverDeps(engine.deps), worker.id, engine.config.jobs.pollMs) : undefined;
   io.stderr.write(`sluice API listening on ${boundAddress(app.server.address())}${worker ? ` with worker ${worker.id}` : ''}${sender ? ' and webhook sender' : ''}\n`);
 
   await new Promise<void>((resolve) => {
@@ -44,7 +46,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   io.stderr.write('stopping: finishing in-flight requests and batches\n');
   worker?.stop();
   sender?.stop();
-  const [, [work]] = await Promise.all([app.close(), settled, stopRetention(), stopSchedule?.(), stopRuns?.()]);
+  const [, [work]] = await Promise.all([app.close(), settled, stopRetention(), stopSchedule?.(), stopRuns?.(), stopWorkflows?.()]);
   if (work.status === 'rejected') throw work.reason;
   return 0;
 }

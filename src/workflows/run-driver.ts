@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { Clock } from '../shared/clock.js';
 import { ERROR_CODES, toAppError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
@@ -172,4 +173,9 @@ export function driveWorkflowRuns(deps: RunDriverDeps, owner: string, pollMs: nu
     stop.abort();
     await loop;
   };
+}
+
+/** The driver's dependencies from the engine's: its store, lookups, clock, log and lease length. */
+export function workflowDriverDeps(engine: EngineDeps): RunDriverDeps {
+  return { store: engine.store, providers: engine.providers, limiters: engine.limiters, clock: engine.clock, log: engine.log, leaseMs: engine.limits.leaseSeconds * 1000 };
 }
