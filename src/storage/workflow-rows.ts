@@ -1,4 +1,5 @@
 import { AppError, ERROR_CODES } from '../shared/errors.js';
+import type { StepCommit } from './workflow-records.js';
 
 /** Column lists both adapters select, aliased to the record fields (PostgreSQL quotes the aliases). */
 export function workflowColumns(q: string): string {
@@ -16,7 +17,11 @@ export function logColumns(q: string): string {
   return `id, workflow_id AS ${q}workflowId${q}, run_id AS ${q}runId${q}, step_id AS ${q}stepId${q}, level, message, metadata, created_at AS ${q}createdAt${q}`;
 }
 
-/** Runs that may be claimed: queued, or running with a lapsed lease and no wake time still to come. */
+/**
+ * Runs that may be claimed: queued, or running with a lapsed lease and no wake time still to come.
+ * A waiting run's lease_until is its wake time, so the due-ordered index finds due runs first
+ * however many sleep.
+ */
 export const CLAIMABLE = "status IN ('queued', 'running') AND lease_until <= $now AND (wake_at IS NULL OR wake_at <= $now)";
 
 export function workflowNotFound(id: string): AppError {
@@ -37,4 +42,12 @@ export function tooManyRuns(limit: number): AppError {
 
 export function notActive(id: string, status: string): AppError {
   return new AppError(ERROR_CODES.invalidState, `workflow ${id} is ${status}: only an active workflow runs`, { statusCode: 409, details: { status } });
+}
+
+/**
+ * A commit that lets go of the run (it ended, or waits for a delay or a retry) clears the owner, so
+ * a heartbeat of the process that committed it, landing after, cannot renew a lease it gave up.
+ */
+export function released(c: StepCommit): boolean {
+  return c.next.status !== 'running' || c.next.wakeAt !== null;
 }

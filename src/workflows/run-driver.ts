@@ -111,7 +111,8 @@ export class WorkflowRunDriver {
           ...base,
           next: { cursor, status, attempts, wakeAt: outcome.wakeAt, stepsCompleted: completed },
           logs: [logLine(step.id, 'info', `step ${step.id} waits until ${new Date(outcome.wakeAt).toISOString()}`, { wake_at: new Date(outcome.wakeAt).toISOString() })],
-          leaseUntil: 0,
+          // Released until its wake time: what the claim's due order reads.
+          leaseUntil: outcome.wakeAt,
         };
       } else if (outcome.kind === 'retry') {
         const retryAt = now + backoff * 2 ** attempts;
@@ -119,7 +120,7 @@ export class WorkflowRunDriver {
           ...base,
           next: { cursor, status, attempts: attempts + 1, wakeAt: retryAt, stepsCompleted: completed },
           logs: [logLine(step.id, 'warn', `step ${step.id} failed and is tried again: ${outcome.message}`, { code: outcome.code, attempt: attempts + 1 })],
-          leaseUntil: 0,
+          leaseUntil: retryAt,
         };
       } else {
         status = 'failed';

@@ -156,6 +156,21 @@ describe.each(TEST_STORES)('Workflow runs on %s', (kind) => {
     expect((await store.billing.requireAccount(account)).credits).toBe(9);
   });
 
+  it('two processes claiming at once take a run once; a run waiting on a delay cannot be renewed by the process that let it go', async () => {
+    await createWorkflow([{ id: 'wait', type: 'delay', config: { seconds: 30 } }]);
+    await start('run1');
+    const [a, b] = await Promise.all([opened.openPeer(), opened.openPeer()]);
+    const claims = (await Promise.all([a.workflows.claimRun('a', NOW, LEASE_MS), b.workflows.claimRun('b', NOW, LEASE_MS)])).filter((c) => c !== undefined);
+    expect(claims).toHaveLength(1);
+    const [claim] = claims;
+    const wait = { runId: 'run1', accountId: account, lease: claim!.lease, cursor: 0, next: { cursor: 0, status: 'running' as const, attempts: 0, wakeAt: NOW + 30_000, stepsCompleted: 0 }, logs: [], leaseUntil: NOW + 30_000, now: NOW };
+    expect(await store.workflows.commitStep(wait)).toBe('committed');
+    // A heartbeat landing after the wait commit: the lease was given up, so it renews nothing.
+    expect(await store.workflows.renewLease('run1', claim!.lease, NOW + LEASE_MS)).toBe(false);
+    expect(await store.workflows.claimRun('c', NOW + 29_999, LEASE_MS)).toBeUndefined();
+    expect((await store.workflows.claimRun('c', NOW + 30_000, LEASE_MS))?.run).toMatchObject({ id: 'run1', wakeAt: NOW + 30_000 });
+  });
+
   it('a definition edited while a run is in flight: the run finishes on its version, a new run takes the new one', async () => {
     const v1 = [
       { id: 'wait', type: 'delay', config: { seconds: 5 } },

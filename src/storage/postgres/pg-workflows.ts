@@ -3,7 +3,7 @@ import type { Lease } from '../job-records.js';
 import type { Page } from '../monitor-records.js';
 import type { WorkflowsPort } from '../store.js';
 import type { StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
-import { CLAIMABLE, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
+import { CLAIMABLE, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
 import type { PgDatabase, PgQueryable } from './pg-database.js';
 
 const W = workflowColumns('"');
@@ -166,7 +166,8 @@ export class PgWorkflows implements WorkflowsPort {
         const moved = await tx.query(
           `UPDATE workflow_runs SET cursor = $1, status = $2, attempts = $3, wake_at = $4, outputs = COALESCE($5, outputs), steps_completed = $6,
              error_code = $7, error_message = $8, failed_step = $9,
-             completed_at = CASE WHEN $2 IN ('completed', 'failed', 'cancelled') THEN $10::bigint ELSE NULL END, lease_until = $11
+             completed_at = CASE WHEN $2 IN ('completed', 'failed', 'cancelled') THEN $10::bigint ELSE NULL END, lease_until = $11,
+             lease_owner = CASE WHEN $16 THEN NULL ELSE lease_owner END
            WHERE id = $12 AND lease_owner = $13 AND lease_epoch = $14 AND cursor = $15 AND status = 'running'`,
           [
             c.next.cursor,
@@ -184,6 +185,7 @@ export class PgWorkflows implements WorkflowsPort {
             c.lease.owner,
             c.lease.epoch,
             c.cursor,
+            released(c),
           ],
         );
         if (moved.rowCount === 0) throw new Rollback('lease_lost');

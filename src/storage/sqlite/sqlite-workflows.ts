@@ -3,7 +3,7 @@ import type { Lease } from '../job-records.js';
 import type { Page } from '../monitor-records.js';
 import type { WorkflowsPort } from '../store.js';
 import type { StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
-import { CLAIMABLE, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
+import { CLAIMABLE, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
 import type { Db } from './open-database.js';
 
 class Rollback extends Error {}
@@ -68,7 +68,7 @@ export class SqliteWorkflows implements WorkflowsPort {
            outputs = COALESCE(@outputs, outputs), steps_completed = @stepsCompleted, credits_used = credits_used + @credits,
            error_code = @errorCode, error_message = @errorMessage, failed_step = @failedStep,
            completed_at = CASE WHEN @status IN ('completed', 'failed', 'cancelled') THEN @now ELSE NULL END,
-           lease_until = @leaseUntil
+           lease_until = @leaseUntil, lease_owner = CASE WHEN @release = 1 THEN NULL ELSE lease_owner END
          WHERE id = @runId AND lease_owner = @owner AND lease_epoch = @epoch AND cursor = @cursor AND status = 'running'`,
       ),
       insertLedger: db.prepare("INSERT OR IGNORE INTO ledger (id, account_id, delta, reason, kind, job_id, created_at) VALUES (?, ?, ?, 'charge', ?, NULL, ?)"),
@@ -196,6 +196,7 @@ export class SqliteWorkflows implements WorkflowsPort {
             failedStep: c.next.error?.step ?? null,
             now: c.now,
             leaseUntil: c.leaseUntil,
+            release: released(c) ? 1 : 0,
             runId: c.runId,
             owner: c.lease.owner,
             epoch: c.lease.epoch,
