@@ -18,6 +18,10 @@ export const AUDIT_ACTIONS = {
   accountSuspended: 'account.suspended',
   accountReinstated: 'account.reinstated',
   jobDeleted: 'job.deleted',
+  workflowCreated: 'workflow.created',
+  /** Every update is a new version of the workflow: the entry marks when each began. */
+  workflowUpdated: 'workflow.updated',
+  workflowDeleted: 'workflow.deleted',
 } as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[keyof typeof AUDIT_ACTIONS];
 

@@ -67,6 +67,9 @@ describe.each(TEST_STORES)('workflows over the API on %s', (kind) => {
     expect((await call('GET', `/api/workflows/${wf.id}`)).statusCode).toBe(404);
     expect(json(await call('GET', `/api/workflows/runs/${run.id}`))).toMatchObject({ status: 'completed' });
     expect((await h.engine.deps.billing.requireAccount(accountId)).credits).toBe(9);
+    const audit = json(await call('GET', '/api/account/audit'));
+    const entries = audit.entries as { action: string }[];
+    expect(entries.filter((e) => e.action.startsWith('workflow.')).map((e) => e.action)).toEqual(['workflow.deleted', 'workflow.updated', 'workflow.created']);
   });
 
   it('answers the spec\'s errors: logs without run_id 400, another method 405, limit over 100 422, another account 404, a read-only key 403', async () => {

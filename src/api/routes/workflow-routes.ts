@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import { STEP_TYPES, TRIGGER_TYPES, WORKFLOW_STATUSES } from '../../workflows/definition.js';
 import { logView, runView, WorkflowService, workflowView, type WorkflowBody } from '../../workflows/workflow-service.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
+import { requestAudit } from './audit-routes.js';
 import { errorSchema } from './monitor-schemas.js';
 
 const TAGS = ['workflows'];
@@ -118,6 +120,7 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
   app.addHook('onRequest', keyAuth(deps));
   const { store, clock } = deps.engine;
   const service = new WorkflowService(store, clock, deps.settings.workflowRunsInFlight ?? 100);
+  const audit = requestAudit(deps);
 
   app.post<{ Body: WorkflowBody }>(
     '/api/workflows',
@@ -133,7 +136,9 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
     },
     async (request, reply) => {
       const caller = requireWritable(request);
-      return reply.code(201).send(workflowView(await service.create(caller.accountId, request.body)));
+      const created = await service.create(caller.accountId, request.body);
+      await audit(request, AUDIT_ACTIONS.workflowCreated, created.id);
+      return reply.code(201).send(workflowView(created));
     },
   );
 
@@ -272,7 +277,9 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
     },
     async (request) => {
       const caller = requireWritable(request);
-      return workflowView(await service.update(caller.accountId, request.params.id, request.body));
+      const updated = await service.update(caller.accountId, request.params.id, request.body);
+      await audit(request, AUDIT_ACTIONS.workflowUpdated, updated.id);
+      return workflowView(updated);
     },
   );
 
@@ -291,6 +298,7 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
     async (request) => {
       const caller = requireWritable(request);
       await service.remove(caller.accountId, request.params.id);
+      await audit(request, AUDIT_ACTIONS.workflowDeleted, request.params.id);
       return { id: request.params.id, deleted: true };
     },
   );
