@@ -14,7 +14,7 @@ import type {
   TargetListRecord,
 } from './monitor-records.js';
 import type { ComparisonCommit, RunClaim, RunEnd, StoredSnapshot } from './monitor-run-records.js';
-import type { StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from './workflow-records.js';
+import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from './workflow-records.js';
 import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, SnapshotRecord, TypedRunRecord } from './monitor-result-records.js';
 import type {
   Account,
@@ -782,4 +782,13 @@ export interface WorkflowsPort {
   cancel(accountId: string, runId: string, now: number): Promise<WorkflowRunRecord>;
   /** A failed run queued again from its failed step, on its pinned version. invalid_state (409) unless failed. */
   redrive(accountId: string, runId: string, now: number): Promise<WorkflowRunRecord>;
+  /** Active scheduled workflows due at `now`, oldest due first. A read. */
+  dueSchedules(now: number, limit: number): Promise<DueSchedule[]>;
+  /**
+   * One due time's run: moves next_run_at from `dueAt` to `nextAt` (compare-and-set) and, if this
+   * call moved it, queues run `runId` of the current version, unless the account is at
+   * `maxInFlight`. Atomic, serialised per account as startRun; one run per due time whatever number
+   * of processes fire at once.
+   */
+  fireSchedule(fire: ScheduleFire): Promise<ScheduleFireResult>;
 }

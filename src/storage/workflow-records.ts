@@ -22,7 +22,31 @@ export interface WorkflowWrite {
   status: string;
   trigger: string;
   steps: string;
+  /** When a schedule trigger next fires; null for other triggers and for a workflow that is not active. */
+  nextRunAt: number | null;
 }
+
+/** A scheduled workflow whose time has come, as the scheduler reads it. */
+export interface DueSchedule {
+  id: string;
+  accountId: string;
+  trigger: string;
+  nextRunAt: number;
+}
+
+/** Starting a due time's run: `nextAt` replaces `dueAt` only if no other process moved it first. */
+export interface ScheduleFire {
+  workflowId: string;
+  dueAt: number;
+  nextAt: number | null;
+  runId: string;
+  input: string;
+  maxInFlight: number;
+  now: number;
+}
+
+/** `started`: this call queued the run; `taken`: another process had; `limited`: the account was at its runs-in-flight limit, the due time passed without a run. */
+export type ScheduleFireResult = 'started' | 'taken' | 'limited';
 
 export const WORKFLOW_RUN_STATUSES = { queued: 'queued', running: 'running', completed: 'completed', failed: 'failed', cancelled: 'cancelled' } as const;
 export type WorkflowRunStatus = (typeof WORKFLOW_RUN_STATUSES)[keyof typeof WORKFLOW_RUN_STATUSES];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validateDefinition } from './definition.js';
+import { nextFire, validateDefinition } from './definition.js';
 
 const lookup = (id: string, path: string) => ({ id, type: 'email_lookup', config: { input: { var: path } } });
 
@@ -13,7 +13,21 @@ describe('workflow definitions at save', () => {
   it('refuses a step type whose lookup Sluice does not have, and unknown types, with their codes', () => {
     expect(() => validateDefinition({ name: 'x', steps: [{ id: 'a', type: 'ip_lookup', config: {} }] })).toThrow(expect.objectContaining({ code: 'step_type_unsupported', statusCode: 422 }));
     expect(() => validateDefinition({ name: 'x', steps: [{ id: 'a', type: 'shell', config: {} }] })).toThrow(expect.objectContaining({ code: 'invalid_workflow' }));
-    expect(() => validateDefinition({ name: 'x', trigger: { type: 'schedule', cron: '* * * * *' }, steps: [lookup('a', 'input.e')] })).toThrow(expect.objectContaining({ code: 'trigger_unsupported' }));
+    expect(() => validateDefinition({ name: 'x', trigger: { type: 'monitor_event' }, steps: [lookup('a', 'input.e')] })).toThrow(expect.objectContaining({ code: 'trigger_unsupported' }));
+  });
+
+  it('keeps a schedule as five cron fields in an IANA time zone, and finds its next fire time there', () => {
+    const def = validateDefinition({ name: 'x', trigger: { type: 'schedule', cron: ' 0 9 * * * ', timezone: 'Europe/Berlin', extra: 1 }, steps: [lookup('a', 'input.e')] });
+    expect(def.trigger).toEqual({ type: 'schedule', cron: '0 9 * * *', timezone: 'Europe/Berlin' });
+    // 09:00 in Berlin is 08:00 UTC in winter, 07:00 UTC in summer.
+    expect(new Date(nextFire(def.trigger, Date.UTC(2026, 0, 10, 12))!).toISOString()).toBe('2026-01-11T08:00:00.000Z');
+    expect(new Date(nextFire(def.trigger, Date.UTC(2026, 6, 10, 12))!).toISOString()).toBe('2026-07-11T07:00:00.000Z');
+    expect(validateDefinition({ name: 'x', trigger: { type: 'schedule', cron: '*/5 * * * *' }, steps: [lookup('a', 'input.e')] }).trigger).toMatchObject({ timezone: 'UTC' });
+    const bad = (trigger: unknown) => () => validateDefinition({ name: 'x', trigger, steps: [lookup('a', 'input.e')] });
+    expect(bad({ type: 'schedule', cron: '* * * * * *' })).toThrow(expect.objectContaining({ code: 'invalid_workflow' }));
+    expect(bad({ type: 'schedule', cron: '61 * * * *' })).toThrow(expect.objectContaining({ code: 'invalid_workflow' }));
+    expect(bad({ type: 'schedule', cron: '0 9 * * *', timezone: 'Mars/Olympus' })).toThrow(expect.objectContaining({ code: 'invalid_workflow' }));
+    expect(bad({ type: 'schedule' })).toThrow(expect.objectContaining({ code: 'invalid_workflow' }));
   });
 
   it('refuses references to a later step, to the step itself, outside input/steps, or through forbidden names', () => {

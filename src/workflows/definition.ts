@@ -1,3 +1,4 @@
+import { Cron } from 'croner';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { checkExpression, pathSegments } from './expression.js';
 
@@ -13,7 +14,7 @@ export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number];
 
 export const TRIGGER_TYPES = ['manual', 'webhook', 'schedule', 'file_upload', 'monitor_event'] as const;
 /** The triggers Sluice starts runs for today; the others are refused at save, not stored to sit idle. */
-export const SUPPORTED_TRIGGERS: ReadonlySet<string> = new Set(['manual']);
+export const SUPPORTED_TRIGGERS: ReadonlySet<string> = new Set(['manual', 'schedule']);
 
 /** Lookup step types and the job pipeline (lookup kind) each runs through. */
 export const LOOKUP_STEPS: Readonly<Record<string, string>> = {
@@ -91,7 +92,8 @@ export function validateDefinition(input: { name?: unknown; description?: unknow
   if (!plainObject(trigger) || typeof trigger.type !== 'string' || !(TRIGGER_TYPES as readonly string[]).includes(trigger.type)) {
     refuse(ERROR_CODES.invalidWorkflow, `trigger.type is one of ${TRIGGER_TYPES.join(', ')}`);
   }
-  if (!SUPPORTED_TRIGGERS.has(trigger.type)) refuse(ERROR_CODES.triggerUnsupported, `trigger ${trigger.type} does not start runs yet; use manual`, { trigger: trigger.type });
+  if (!SUPPORTED_TRIGGERS.has(trigger.type)) refuse(ERROR_CODES.triggerUnsupported, `trigger ${trigger.type} does not start runs yet; use manual or schedule`, { trigger: trigger.type });
+  const stored: TriggerDefinition = trigger.type === 'schedule' ? checkSchedule(trigger) : { type: trigger.type };
   if (!Array.isArray(input.steps) || input.steps.length === 0 || input.steps.length > MAX_STEPS) refuse(ERROR_CODES.invalidWorkflow, `steps is a list of 1 to ${MAX_STEPS} steps`);
   const earlier = new Set<string>();
   const ids = input.steps.map((s: unknown) => (plainObject(s) ? s.id : undefined));
@@ -127,5 +129,38 @@ export function validateDefinition(input: { name?: unknown; description?: unknow
     steps.push(step);
     earlier.add(id);
   }
-  return { name: input.name.trim(), description, trigger: trigger as TriggerDefinition, steps };
+  return { name: input.name.trim(), description, trigger: stored, steps };
+}
+
+function cronOf(trigger: TriggerDefinition): Cron {
+  return new Cron(trigger.cron as string, { timezone: trigger.timezone as string, paused: true });
+}
+
+/**
+ * A schedule trigger: `cron`, five fields (minute hour day month weekday; no seconds, so at most one
+ * run a minute), and `timezone`, an IANA name (default UTC) the fields are read in.
+ */
+function checkSchedule(trigger: Record<string, unknown>): TriggerDefinition {
+  const { cron, timezone = 'UTC' } = trigger;
+  if (typeof cron !== 'string' || cron.trim().split(/\s+/).length !== 5) refuse(ERROR_CODES.invalidWorkflow, 'trigger.cron is a cron expression of five fields: minute hour day month weekday');
+  if (typeof timezone !== 'string' || timezone.length > 64) refuse(ERROR_CODES.invalidWorkflow, 'trigger.timezone is an IANA time zone such as Europe/Berlin');
+  try {
+    Intl.DateTimeFormat('en', { timeZone: timezone });
+  } catch {
+    refuse(ERROR_CODES.invalidWorkflow, `trigger.timezone ${timezone.slice(0, 64)} is no IANA time zone`);
+  }
+  const stored = { type: 'schedule', cron: cron.trim(), timezone };
+  try {
+    if (cronOf(stored).nextRun() === null) refuse(ERROR_CODES.invalidWorkflow, `trigger.cron ${cron} never fires`);
+  } catch (e) {
+    if (e instanceof AppError) throw e;
+    refuse(ERROR_CODES.invalidWorkflow, `trigger.cron ${cron.slice(0, 100)} is not a valid cron expression: ${(e as Error).message}`);
+  }
+  return stored;
+}
+
+/** When a scheduled workflow next runs after `after` (ms), or null for other triggers (or a cron that no longer fires). */
+export function nextFire(trigger: TriggerDefinition, after: number): number | null {
+  if (trigger.type !== 'schedule') return null;
+  return cronOf(trigger).nextRun(new Date(after))?.getTime() ?? null;
 }

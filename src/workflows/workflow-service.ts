@@ -4,7 +4,7 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { Store } from '../storage/store.js';
 import type { WorkflowLogRecord, WorkflowRecord, WorkflowRunRecord } from '../storage/workflow-records.js';
 import { runNotFound, workflowNotFound } from '../storage/workflow-rows.js';
-import { validateDefinition, WORKFLOW_STATUSES, type WorkflowDefinition } from './definition.js';
+import { nextFire, validateDefinition, WORKFLOW_STATUSES, type WorkflowDefinition } from './definition.js';
 
 /** A run's input is JSON on the run's row: bounded like a step's output. */
 export const MAX_INPUT_CHARS = 65_536;
@@ -91,7 +91,10 @@ export class WorkflowService {
   }
 
   private write(def: WorkflowDefinition, status: string) {
-    return { name: def.name, description: def.description, status, trigger: JSON.stringify(def.trigger), steps: JSON.stringify(def.steps) };
+    // A schedule counts from the save: a paused or draft workflow has none, and one made active
+    // again starts at its next fire time, without catching up on what passed while it was not.
+    const nextRunAt = status === 'active' ? nextFire(def.trigger, this.clock.now()) : null;
+    return { name: def.name, description: def.description, status, trigger: JSON.stringify(def.trigger), steps: JSON.stringify(def.steps), nextRunAt };
   }
 
   async create(accountId: string, body: WorkflowBody): Promise<WorkflowRecord> {

@@ -36,7 +36,7 @@ describe.each(TEST_STORES)('workflow runs under kill -9 of their workers, on %s'
         { id: 'done', type: 'transform', config: { expression: { cat: ['sent ', { var: 'steps.notify.output.message_id' }] } } },
       ],
     });
-    await s.workflows.create({ id: 'wf', accountId: ACCOUNT, name: def.name, description: '', status: 'active', trigger: JSON.stringify(def.trigger), steps: JSON.stringify(def.steps), now: Date.now() });
+    await s.workflows.create({ id: 'wf', accountId: ACCOUNT, name: def.name, description: '', status: 'active', trigger: JSON.stringify(def.trigger), steps: JSON.stringify(def.steps), nextRunAt: null, now: Date.now() });
     const names = ['maria', 'john', 'anna', 'peter', 'laura', 'mike'];
     for (let i = 0; i < RUNS; i++) {
       await s.workflows.startRun({ id: `run${i}`, accountId: ACCOUNT, workflowId: 'wf', input: JSON.stringify({ email: `${names[i % names.length]}.${i}@example.com` }), maxInFlight: 100_000, now: Date.now() });

@@ -101,7 +101,7 @@ describe.each(TEST_STORES)('workflows over the API on %s', (kind) => {
     await refused([{ id: 'a', type: 'email_lookup', config: { input: { var: 'input.__proto__.x' } } }], 'invalid_reference');
     await refused([{ id: 'a', type: 'transform', config: { expression: { eval: '1' } } }], 'invalid_expression');
     await refused([{ id: 'a', type: 'webhook', config: { webhook_id: 'wh_nope' } }], 'workflow_webhook_not_found');
-    await refused([{ id: 'a', type: 'transform', config: { expression: 1 } }], 'trigger_unsupported', { trigger: { type: 'schedule', cron: '0 * * * *' } });
+    await refused([{ id: 'a', type: 'transform', config: { expression: 1 } }], 'trigger_unsupported', { trigger: { type: 'file_upload' } });
     expect(json(await call('GET', '/api/workflows'))).toMatchObject({ total: 0 });
   });
 

@@ -71,7 +71,7 @@ describe.each(TEST_STORES)('Workflow runs on %s', (kind) => {
 
   async function createWorkflow(steps: unknown[], id = 'wf1', status = 'active') {
     const def = validateDefinition({ name: 'Flow', steps });
-    return store.workflows.create({ id, accountId: account, name: def.name, description: '', status, trigger: JSON.stringify(def.trigger), steps: JSON.stringify(def.steps), now: NOW });
+    return store.workflows.create({ id, accountId: account, name: def.name, description: '', status, trigger: JSON.stringify(def.trigger), steps: JSON.stringify(def.steps), nextRunAt: null, now: NOW });
   }
 
   const start = (runId: string, input: unknown = { email: 'ann@example.com' }, workflowId = 'wf1', maxInFlight = 100) =>
@@ -181,7 +181,7 @@ describe.each(TEST_STORES)('Workflow runs on %s', (kind) => {
     const driver = new WorkflowRunDriver(deps(), 'a');
     await drain(driver);
     const v2 = validateDefinition({ name: 'Flow v2', steps: [{ id: 'say', type: 'transform', config: { expression: 'version two' } }] });
-    const updated = await store.workflows.update(account, 'wf1', { name: v2.name, description: '', status: 'active', trigger: JSON.stringify(v2.trigger), steps: JSON.stringify(v2.steps) }, NOW + 1);
+    const updated = await store.workflows.update(account, 'wf1', { name: v2.name, description: '', status: 'active', trigger: JSON.stringify(v2.trigger), steps: JSON.stringify(v2.steps), nextRunAt: null }, NOW + 1);
     expect(updated).toMatchObject({ version: 2, name: 'Flow v2' });
     await start('new');
     clock.advance(5_000);
@@ -242,7 +242,7 @@ describe.each(TEST_STORES)('Workflow runs on %s', (kind) => {
     expect(await store.workflows.run(account, 'bad')).toMatchObject({ status: 'failed', errorCode: 'invalid_email' });
 
     const poor = (await newAccount(store, 0)).id;
-    await store.workflows.create({ id: 'wf_poor', accountId: poor, name: 'p', description: '', status: 'active', trigger: '{"type":"manual"}', steps: JSON.stringify([{ id: 'l', type: 'email_lookup', config: { input: 'ann@example.com' } }]), now: NOW });
+    await store.workflows.create({ id: 'wf_poor', accountId: poor, name: 'p', description: '', status: 'active', trigger: '{"type":"manual"}', steps: JSON.stringify([{ id: 'l', type: 'email_lookup', config: { input: 'ann@example.com' } }]), nextRunAt: null, now: NOW });
     await store.workflows.startRun({ id: 'poor', accountId: poor, workflowId: 'wf_poor', input: '{}', maxInFlight: 10, now: clock.now() });
     await drain(driver);
     expect(await store.workflows.run(poor, 'poor')).toMatchObject({ status: 'failed', errorCode: 'insufficient_credits' });

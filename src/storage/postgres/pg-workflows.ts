@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Lease } from '../job-records.js';
 import type { Page } from '../monitor-records.js';
 import type { WorkflowsPort } from '../store.js';
-import type { StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
+import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
 import { CLAIMABLE, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
 import type { PgDatabase, PgQueryable } from './pg-database.js';
 
@@ -36,9 +36,9 @@ export class PgWorkflows implements WorkflowsPort {
   async create(input: WorkflowWrite & { id: string; accountId: string; now: number }): Promise<WorkflowRecord> {
     return this.db.transaction(async (tx) => {
       await tx.query(
-        `INSERT INTO workflows (id, account_id, name, description, status, trigger, steps, version, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $8)`,
-        [input.id, input.accountId, input.name, input.description, input.status, input.trigger, input.steps, input.now],
+        `INSERT INTO workflows (id, account_id, name, description, status, trigger, steps, version, created_at, updated_at, next_run_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $8, $9)`,
+        [input.id, input.accountId, input.name, input.description, input.status, input.trigger, input.steps, input.now, input.nextRunAt],
       );
       await tx.query(INSERT_VERSION, [input.id]);
       return (await this.one<WorkflowRecord>(tx, `SELECT ${W} FROM workflows WHERE id = $1`, [input.id]))!;
@@ -64,9 +64,9 @@ export class PgWorkflows implements WorkflowsPort {
   async update(accountId: string, id: string, c: WorkflowWrite, now: number): Promise<WorkflowRecord | undefined> {
     return this.db.transaction(async (tx) => {
       const moved = await tx.query(
-        `UPDATE workflows SET name = $1, description = $2, status = $3, trigger = $4, steps = $5, version = version + 1, updated_at = $6
+        `UPDATE workflows SET name = $1, description = $2, status = $3, trigger = $4, steps = $5, version = version + 1, updated_at = $6, next_run_at = $9
           WHERE id = $7 AND account_id = $8 AND deleted_at IS NULL`,
-        [c.name, c.description, c.status, c.trigger, c.steps, now, id, accountId],
+        [c.name, c.description, c.status, c.trigger, c.steps, now, id, accountId, c.nextRunAt],
       );
       if (moved.rowCount === 0) return undefined;
       await tx.query(INSERT_VERSION, [id]);
@@ -96,6 +96,34 @@ export class PgWorkflows implements WorkflowsPort {
         [input.id, input.accountId, wf.id, wf.version, wf.name, input.input, (JSON.parse(wf.steps) as unknown[]).length, input.now],
       );
       return (await this.one<WorkflowRunRecord>(tx, `SELECT ${R} FROM workflow_runs WHERE id = $1`, [input.id]))!;
+    });
+  }
+
+  async dueSchedules(now: number, limit: number): Promise<DueSchedule[]> {
+    const { rows } = await this.db.query<DueSchedule>(
+      `SELECT id, account_id AS "accountId", trigger, next_run_at AS "nextRunAt" FROM workflows
+        WHERE next_run_at IS NOT NULL AND next_run_at <= $1 AND deleted_at IS NULL AND status = 'active' ORDER BY next_run_at, id COLLATE "C" LIMIT $2`,
+      [now, limit],
+    );
+    return rows;
+  }
+
+  async fireSchedule(f: ScheduleFire): Promise<ScheduleFireResult> {
+    return this.db.transaction(async (tx): Promise<ScheduleFireResult> => {
+      const owner = await this.one<{ accountId: string }>(tx, 'SELECT account_id AS "accountId" FROM workflows WHERE id = $1', [f.workflowId]);
+      if (!owner) return 'taken';
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext('workflow_runs:' || $1))", [owner.accountId]);
+      const moved = await tx.query("UPDATE workflows SET next_run_at = $1 WHERE id = $2 AND next_run_at = $3 AND deleted_at IS NULL AND status = 'active'", [f.nextAt, f.workflowId, f.dueAt]);
+      if (moved.rowCount === 0) return 'taken';
+      const wf = (await this.one<WorkflowRecord>(tx, `SELECT ${W} FROM workflows WHERE id = $1`, [f.workflowId]))!;
+      const busy = await this.one<{ n: number }>(tx, "SELECT count(*) AS n FROM workflow_runs WHERE account_id = $1 AND status IN ('queued', 'running')", [wf.accountId]);
+      if (busy!.n >= f.maxInFlight) return 'limited';
+      await tx.query(
+        `INSERT INTO workflow_runs (id, account_id, workflow_id, workflow_version, workflow_name, status, input, steps_total, created_at)
+         VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
+        [f.runId, wf.accountId, wf.id, wf.version, wf.name, f.input, (JSON.parse(wf.steps) as unknown[]).length, f.now],
+      );
+      return 'started';
     });
   }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Lease } from '../job-records.js';
 import type { Page } from '../monitor-records.js';
 import type { WorkflowsPort } from '../store.js';
-import type { StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
+import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
 import { CLAIMABLE, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
 import type { Db } from './open-database.js';
 
@@ -21,8 +21,8 @@ export class SqliteWorkflows implements WorkflowsPort {
     const R = runColumns('');
     this.s = {
       insert: db.prepare(
-        `INSERT INTO workflows (id, account_id, name, description, status, trigger, steps, version, created_at, updated_at)
-         VALUES (@id, @accountId, @name, @description, @status, @trigger, @steps, 1, @now, @now)`,
+        `INSERT INTO workflows (id, account_id, name, description, status, trigger, steps, version, created_at, updated_at, next_run_at)
+         VALUES (@id, @accountId, @name, @description, @status, @trigger, @steps, 1, @now, @now, @nextRunAt)`,
       ),
       insertVersion: db.prepare(
         `INSERT INTO workflow_versions (workflow_id, version, name, description, status, trigger, steps, created_at)
@@ -36,7 +36,7 @@ export class SqliteWorkflows implements WorkflowsPort {
       count: db.prepare('SELECT count(*) AS n FROM workflows WHERE account_id = @accountId AND deleted_at IS NULL AND (@status IS NULL OR status = @status)'),
       update: db.prepare(
         `UPDATE workflows SET name = @name, description = @description, status = @status, trigger = @trigger, steps = @steps,
-           version = version + 1, updated_at = @now WHERE id = @id AND account_id = @accountId AND deleted_at IS NULL`,
+           next_run_at = @nextRunAt, version = version + 1, updated_at = @now WHERE id = @id AND account_id = @accountId AND deleted_at IS NULL`,
       ),
       delete: db.prepare('UPDATE workflows SET deleted_at = ? WHERE id = ? AND account_id = ? AND deleted_at IS NULL'),
       inFlight: db.prepare("SELECT count(*) AS n FROM workflow_runs WHERE account_id = ? AND status IN ('queued', 'running')"),
@@ -84,6 +84,12 @@ export class SqliteWorkflows implements WorkflowsPort {
         'INSERT INTO workflow_logs (id, run_id, workflow_id, step_id, level, message, metadata, created_at) SELECT ?, id, workflow_id, ?, ?, ?, ?, ? FROM workflow_runs WHERE id = ?',
       ),
       status: db.prepare('SELECT status FROM workflow_runs WHERE id = ? AND account_id = ?'),
+      due: db.prepare(
+        `SELECT id, account_id AS accountId, trigger, next_run_at AS nextRunAt FROM workflows
+          WHERE next_run_at IS NOT NULL AND next_run_at <= ? AND deleted_at IS NULL AND status = 'active' ORDER BY next_run_at, id LIMIT ?`,
+      ),
+      moveDue: db.prepare("UPDATE workflows SET next_run_at = ? WHERE id = ? AND next_run_at = ? AND deleted_at IS NULL AND status = 'active'"),
+      byId: db.prepare(`SELECT ${W} FROM workflows WHERE id = ?`),
       cancel: db.prepare(
         "UPDATE workflow_runs SET status = 'cancelled', completed_at = ?, wake_at = NULL, lease_epoch = lease_epoch + 1, lease_until = 0 WHERE id = ? AND status IN ('queued', 'running')",
       ),
@@ -138,6 +144,22 @@ export class SqliteWorkflows implements WorkflowsPort {
         const steps = (JSON.parse(wf.steps) as unknown[]).length;
         this.s.insertRun.run(input.id, input.accountId, wf.id, wf.version, wf.name, input.input, steps, input.now);
         return this.s.run.get(input.id, input.accountId) as WorkflowRunRecord;
+      })
+      .immediate();
+  }
+
+  async dueSchedules(now: number, limit: number): Promise<DueSchedule[]> {
+    return this.s.due.all(now, limit) as DueSchedule[];
+  }
+
+  async fireSchedule(f: ScheduleFire): Promise<ScheduleFireResult> {
+    return this.db
+      .transaction((): ScheduleFireResult => {
+        if (this.s.moveDue.run(f.nextAt, f.workflowId, f.dueAt).changes === 0) return 'taken';
+        const wf = this.s.byId.get(f.workflowId) as WorkflowRecord;
+        if ((this.s.inFlight.get(wf.accountId) as { n: number }).n >= f.maxInFlight) return 'limited';
+        this.s.insertRun.run(f.runId, wf.accountId, wf.id, wf.version, wf.name, f.input, (JSON.parse(wf.steps) as unknown[]).length, f.now);
+        return 'started';
       })
       .immediate();
   }
