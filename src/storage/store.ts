@@ -791,4 +791,10 @@ export interface WorkflowsPort {
    * of processes fire at once.
    */
   fireSchedule(fire: ScheduleFire): Promise<ScheduleFireResult>;
+  /** Makes `hash` the ingest token's hash; the one it replaces keeps working until `graceUntil`. False for no such workflow. */
+  setIngestToken(accountId: string, id: string, hash: string, graceUntil: number): Promise<boolean>;
+  /** Both the current and the previous token stop working at once. False for no such workflow. */
+  revokeIngestToken(accountId: string, id: string): Promise<boolean>;
+  /** The workflow (not deleted, any status) whose current token, or previous one still in its grace period, hashes to `hash`. A read. */
+  byIngestToken(hash: string, now: number): Promise<WorkflowRecord | undefined>;
 }

@@ -82,6 +82,9 @@ const OPERATIONS = [
   'POST /api/workflows/runs/{runId}/cancel',
   'POST /api/workflows/runs/{runId}/redrive',
   'GET /api/workflows/logs',
+  'POST /api/workflows/{id}/ingest-token',
+  'DELETE /api/workflows/{id}/ingest-token',
+  'POST /api/ingest/workflows/{token}',
 ].sort();
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

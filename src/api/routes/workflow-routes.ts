@@ -1,15 +1,20 @@
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import { STEP_TYPES, TRIGGER_TYPES, WORKFLOW_STATUSES } from '../../workflows/definition.js';
+import { workflowNotFound } from '../../storage/workflow-rows.js';
 import { logView, runView, WorkflowService, workflowView, type WorkflowBody } from '../../workflows/workflow-service.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { requestAudit } from './audit-routes.js';
+import { ingestTokenHash } from './workflow-ingest-routes.js';
 import { errorSchema } from './monitor-schemas.js';
 
 const TAGS = ['workflows'];
+/** Hours a rotated-out ingest token keeps working, so senders can switch to the new one. */
+export const INGEST_GRACE_HOURS = 24;
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } as const;
 const runIdParams = { type: 'object', required: ['runId'], properties: { runId: { type: 'string', maxLength: 100 } } } as const;
 const iso = { type: ['string', 'null'], description: 'ISO 8601' } as const;
@@ -300,6 +305,56 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
       await service.remove(caller.accountId, request.params.id);
       await audit(request, AUDIT_ACTIONS.workflowDeleted, request.params.id);
       return { id: request.params.id, deleted: true };
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/api/workflows/:id/ingest-token',
+    {
+      schema: {
+        operationId: 'rotateWorkflowIngestToken',
+        summary: 'Make or rotate the ingest URL',
+        description: `A new token of 32 random bytes for the workflow's public ingest URL, shown in this answer only (Sluice keeps its SHA-256). A token it replaces keeps working for ${INGEST_GRACE_HOURS} hours.`,
+        tags: TAGS,
+        params: idParams,
+        response: {
+          201: {
+            description: 'The token and its URL path, once',
+            type: 'object',
+            properties: { token: { type: 'string' }, ingest_path: { type: 'string' }, previous_valid_until: { type: 'string' } },
+          },
+          ...errors,
+          ...forbidden,
+        },
+      },
+    },
+    async (request, reply) => {
+      const caller = requireWritable(request);
+      const token = `wfi_${randomBytes(32).toString('base64url')}`;
+      const graceUntil = clock.now() + INGEST_GRACE_HOURS * 3_600_000;
+      if (!(await store.workflows.setIngestToken(caller.accountId, request.params.id, ingestTokenHash(token), graceUntil))) throw workflowNotFound(request.params.id);
+      await audit(request, AUDIT_ACTIONS.workflowUpdated, request.params.id);
+      return reply.code(201).send({ token, ingest_path: `/api/ingest/workflows/${token}`, previous_valid_until: new Date(graceUntil).toISOString() });
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/api/workflows/:id/ingest-token',
+    {
+      schema: {
+        operationId: 'revokeWorkflowIngestToken',
+        summary: 'Revoke the ingest URL',
+        description: 'The current token and any previous one in its grace period stop working at once.',
+        tags: TAGS,
+        params: idParams,
+        response: { 200: { description: 'Revoked', type: 'object', properties: { revoked: { type: 'boolean' } } }, ...errors, ...forbidden },
+      },
+    },
+    async (request) => {
+      const caller = requireWritable(request);
+      if (!(await store.workflows.revokeIngestToken(caller.accountId, request.params.id))) throw workflowNotFound(request.params.id);
+      await audit(request, AUDIT_ACTIONS.workflowUpdated, request.params.id);
+      return { revoked: true };
     },
   );
 

@@ -127,6 +127,27 @@ export class PgWorkflows implements WorkflowsPort {
     });
   }
 
+  async setIngestToken(accountId: string, id: string, hash: string, graceUntil: number): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      `UPDATE workflows SET ingest_prev_hash = ingest_hash, ingest_prev_until = CASE WHEN ingest_hash IS NULL THEN NULL ELSE $1::bigint END, ingest_hash = $2
+        WHERE id = $3 AND account_id = $4 AND deleted_at IS NULL`,
+      [graceUntil, hash, id, accountId],
+    );
+    return rowCount > 0;
+  }
+
+  async revokeIngestToken(accountId: string, id: string): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      'UPDATE workflows SET ingest_hash = NULL, ingest_prev_hash = NULL, ingest_prev_until = NULL WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL',
+      [id, accountId],
+    );
+    return rowCount > 0;
+  }
+
+  async byIngestToken(hash: string, now: number): Promise<WorkflowRecord | undefined> {
+    return this.one(this.db, `SELECT ${W} FROM workflows WHERE deleted_at IS NULL AND (ingest_hash = $1 OR (ingest_prev_hash = $1 AND ingest_prev_until > $2)) LIMIT 1`, [hash, now]);
+  }
+
   async run(accountId: string, runId: string): Promise<WorkflowRunRecord | undefined> {
     return this.one(this.db, `SELECT ${R} FROM workflow_runs WHERE id = $1 AND account_id = $2`, [runId, accountId]);
   }

@@ -90,6 +90,14 @@ export class SqliteWorkflows implements WorkflowsPort {
       ),
       moveDue: db.prepare("UPDATE workflows SET next_run_at = ? WHERE id = ? AND next_run_at = ? AND deleted_at IS NULL AND status = 'active'"),
       byId: db.prepare(`SELECT ${W} FROM workflows WHERE id = ?`),
+      setIngest: db.prepare(
+        `UPDATE workflows SET ingest_prev_hash = ingest_hash, ingest_prev_until = CASE WHEN ingest_hash IS NULL THEN NULL ELSE ? END, ingest_hash = ?
+          WHERE id = ? AND account_id = ? AND deleted_at IS NULL`,
+      ),
+      revokeIngest: db.prepare('UPDATE workflows SET ingest_hash = NULL, ingest_prev_hash = NULL, ingest_prev_until = NULL WHERE id = ? AND account_id = ? AND deleted_at IS NULL'),
+      byIngest: db.prepare(
+        `SELECT ${W} FROM workflows WHERE deleted_at IS NULL AND (ingest_hash = @hash OR (ingest_prev_hash = @hash AND ingest_prev_until > @now)) LIMIT 1`,
+      ),
       cancel: db.prepare(
         "UPDATE workflow_runs SET status = 'cancelled', completed_at = ?, wake_at = NULL, lease_epoch = lease_epoch + 1, lease_until = 0 WHERE id = ? AND status IN ('queued', 'running')",
       ),
@@ -162,6 +170,18 @@ export class SqliteWorkflows implements WorkflowsPort {
         return 'started';
       })
       .immediate();
+  }
+
+  async setIngestToken(accountId: string, id: string, hash: string, graceUntil: number): Promise<boolean> {
+    return this.s.setIngest.run(graceUntil, hash, id, accountId).changes > 0;
+  }
+
+  async revokeIngestToken(accountId: string, id: string): Promise<boolean> {
+    return this.s.revokeIngest.run(id, accountId).changes > 0;
+  }
+
+  async byIngestToken(hash: string, now: number): Promise<WorkflowRecord | undefined> {
+    return this.s.byIngest.get({ hash, now }) as WorkflowRecord | undefined;
   }
 
   async run(accountId: string, runId: string): Promise<WorkflowRunRecord | undefined> {
