@@ -14,6 +14,7 @@ describe('workflow definitions at save', () => {
     expect(() => validateDefinition({ name: 'x', steps: [{ id: 'a', type: 'ip_lookup', config: {} }] })).toThrow(expect.objectContaining({ code: 'step_type_unsupported', statusCode: 422 }));
     expect(() => validateDefinition({ name: 'x', steps: [{ id: 'a', type: 'shell', config: {} }] })).toThrow(expect.objectContaining({ code: 'invalid_workflow' }));
     expect(() => validateDefinition({ name: 'x', trigger: { type: 'monitor_event' }, steps: [lookup('a', 'input.e')] })).toThrow(expect.objectContaining({ code: 'trigger_unsupported' }));
+    expect(validateDefinition({ name: 'x', trigger: { type: 'webhook', ignored: true }, steps: [lookup('a', 'input.e')] }).trigger).toEqual({ type: 'webhook' });
   });
 
   it('keeps a schedule as five cron fields in an IANA time zone, and finds its next fire time there', () => {

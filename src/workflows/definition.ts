@@ -14,7 +14,7 @@ export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number];
 
 export const TRIGGER_TYPES = ['manual', 'webhook', 'schedule', 'file_upload', 'monitor_event'] as const;
 /** The triggers Sluice starts runs for today; the others are refused at save, not stored to sit idle. */
-export const SUPPORTED_TRIGGERS: ReadonlySet<string> = new Set(['manual', 'schedule']);
+export const SUPPORTED_TRIGGERS: ReadonlySet<string> = new Set(['manual', 'schedule', 'webhook']);
 
 /** Lookup step types and the job pipeline (lookup kind) each runs through. */
 export const LOOKUP_STEPS: Readonly<Record<string, string>> = {
@@ -92,7 +92,7 @@ export function validateDefinition(input: { name?: unknown; description?: unknow
   if (!plainObject(trigger) || typeof trigger.type !== 'string' || !(TRIGGER_TYPES as readonly string[]).includes(trigger.type)) {
     refuse(ERROR_CODES.invalidWorkflow, `trigger.type is one of ${TRIGGER_TYPES.join(', ')}`);
   }
-  if (!SUPPORTED_TRIGGERS.has(trigger.type)) refuse(ERROR_CODES.triggerUnsupported, `trigger ${trigger.type} does not start runs yet; use manual or schedule`, { trigger: trigger.type });
+  if (!SUPPORTED_TRIGGERS.has(trigger.type)) refuse(ERROR_CODES.triggerUnsupported, `trigger ${trigger.type} does not start runs yet; use manual, schedule or webhook`, { trigger: trigger.type });
   const stored: TriggerDefinition = trigger.type === 'schedule' ? checkSchedule(trigger) : { type: trigger.type };
   if (!Array.isArray(input.steps) || input.steps.length === 0 || input.steps.length > MAX_STEPS) refuse(ERROR_CODES.invalidWorkflow, `steps is a list of 1 to ${MAX_STEPS} steps`);
   const earlier = new Set<string>();

@@ -41,7 +41,7 @@ const workflowBody = {
       type: 'object',
       required: ['type'],
       additionalProperties: true,
-      properties: { type: { type: 'string', enum: [...TRIGGER_TYPES], description: 'manual, or schedule with `cron` (five fields) and `timezone` (IANA, default UTC); the others are refused with trigger_unsupported' } },
+      properties: { type: { type: 'string', enum: [...TRIGGER_TYPES], description: 'manual; schedule with `cron` (five fields) and `timezone` (IANA, default UTC); webhook (the ingest URL). file_upload and monitor_event are refused with trigger_unsupported' } },
     },
     steps: { type: 'array', minItems: 1, maxItems: 50, items: stepSchema },
   },
