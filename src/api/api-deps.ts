@@ -23,6 +23,8 @@ export interface ApiSettings {
   readonly validityDeadlineMs?: number;
   /** Heavy reads (src/api/heavy-reads.ts) one account may have in flight; unset: the default. */
   readonly heavyReadsPerAccount?: number;
+  /** Workflow runs queued or running per account; unset: 100. */
+  readonly workflowRunsInFlight?: number;
 }
 
 /** What the HTTP layer needs; buildApp takes it whole and never reads configuration itself. */

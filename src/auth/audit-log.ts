@@ -22,6 +22,10 @@ export const AUDIT_ACTIONS = {
   exposedKeysScanned: 'scan.exposed_keys',
   /** A code-host leak scan was started. */
   repositoryScanStarted: 'scan.repository',
+  workflowCreated: 'workflow.created',
+  /** Every update is a new version of the workflow: the entry marks when each began. */
+  workflowUpdated: 'workflow.updated',
+  workflowDeleted: 'workflow.deleted',
 } as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[keyof typeof AUDIT_ACTIONS];
 

@@ -3,6 +3,8 @@ import { sweepRetentionPeriodically } from '../jobs/retention-sweep.js';
 import { Worker } from '../jobs/worker.js';
 import { driveMonitorRuns } from '../monitors/run-driver.js';
 import { scheduleMonitorsPeriodically } from '../monitors/scheduler.js';
+import { driveWorkflowRuns, workflowDriverDeps } from '../workflows/run-driver.js';
+import { scheduleWorkflowsPeriodically } from '../workflows/workflow-scheduler.js';
 import type { Engine } from '../jobs/engine.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { startMetricsListener } from '../shared/metrics-listener.js';
@@ -30,6 +32,8 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   const stopSchedule = scheduleMonitorsPeriodically({ monitors: engine.deps.store.monitors, clock: engine.deps.clock, log: engine.deps.log });
   const stopRepoScans = engine.repoScans ? driveRepoScans(engine.repoScans, worker.id, engine.config.jobs.pollMs) : undefined;
   const stopRuns = driveMonitorRuns({ engine: engine.deps, jobService: engine.jobService }, worker.id, engine.config.jobs.pollMs);
+  const stopWorkflows = driveWorkflowRuns(workflowDriverDeps(engine.deps), worker.id, engine.config.jobs.pollMs);
+  const stopWorkflowSchedule = scheduleWorkflowsPeriodically({ store: engine.deps.store, clock: engine.deps.clock, log: engine.deps.log, runsInFlight: engine.config.workflows.runsInFlight });
   const { metrics: metricsConfig } = engine.config;
   // No API in this process: Prometheus scrapes a listener of its own, on SLUICE_HOST (loopback by default).
   const metrics = metricsConfig.enabled && metricsConfig.port > 0
@@ -48,7 +52,7 @@ export async function workerCommand(engine: Engine, args: string[], io: CliIo): 
   // If the worker fails, the sender must stop, and end, before the engine closes under it.
   const [work] = await Promise.allSettled([worker.run({ concurrency }).finally(() => sender?.stop()), sender?.run()]);
   stopSweeping();
-  await Promise.all([stopRetention(), stopSchedule(), stopRuns(), stopRepoScans?.(), metrics?.close()]);
+  await Promise.all([stopRetention(), stopSchedule(), stopRuns(), stopRepoScans?.(), stopWorkflows(), stopWorkflowSchedule(), metrics?.close()]);
   if (work.status === 'rejected') throw work.reason;
   engine.deps.log.info({ worker: worker.id }, 'worker stopped');
   return 0;

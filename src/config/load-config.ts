@@ -48,6 +48,8 @@ export interface Config {
   readonly passiveDns: RemoteService;
   /** `GET /metrics` on `serve`, and a worker's own metrics listener (port 0: none). */
   readonly metrics: { readonly enabled: boolean; readonly token: string | undefined; readonly port: number };
+  /** Workflow runs queued or running per account, counted from the store (docs/workflows.md). */
+  readonly workflows: { readonly runsInFlight: number };
   readonly validity: ValidityConfig;
   readonly enrich: EnrichConfig;
 }
@@ -201,6 +203,7 @@ export const SETTINGS = {
   leaseSeconds: int('SLUICE_LEASE_SECONDS', 30, 2, 3600, 'A worker that stops renewing loses its chunk after this long.'),
   pollMs: int('SLUICE_POLL_MS', 250, 10, 60_000, 'How often an idle worker looks for work.'),
   providerRetrySeconds: int('SLUICE_PROVIDER_RETRY_SECONDS', 30, 1, 86_400, 'How long a job paused with `provider_unavailable` waits before a worker tries it again.'),
+  workflowRunsInFlight: int('SLUICE_WORKFLOW_RUNS_IN_FLIGHT', 100, 1, 1_000_000, 'Workflow runs one account may have queued or running at once, counted from the store across every process; one more is refused with 429 `too_many_runs`.'),
   repeatFreeDays: int('SLUICE_REPEAT_FREE_DAYS', 180, 0, 3650, 'Repeat-free billing window: an address is charged once per account in this many days.'),
   metrics: bool('SLUICE_METRICS', true, '`GET /metrics` (Prometheus text format) on `sluice serve` and on a worker\'s metrics listener; false: no metrics endpoint.'),
   metricsToken: optionalText('SLUICE_METRICS_TOKEN', 'Bearer token `/metrics` requires (`Authorization: Bearer <token>`). Unset: `/metrics` answers anyone who can reach the port, which by default is loopback only.'),
@@ -320,6 +323,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     billing: { repeatFreeDays: read(s.repeatFreeDays), defaultAccountCredits: read(s.defaultAccountCredits) },
     retentionDays: read(s.retentionDays),
     metrics: { enabled: read(s.metrics), token: read(s.metricsToken), port: read(s.metricsPort) },
+    workflows: { runsInFlight: read(s.workflowRunsInFlight) },
     presignExpiresSeconds: read(s.presignExpiresSeconds),
     api: {
       maxUploadBytes: read(s.maxUploadBytes),

@@ -30,6 +30,7 @@ export function apiDeps(engine: Engine): ApiDeps {
       metrics: { enabled: config.metrics.enabled, token: config.metrics.token },
       validityDeadlineMs: config.validity.deadlineMs,
       heavyReadsPerAccount: config.api.heavyReadsPerAccount,
+      workflowRunsInFlight: config.workflows.runsInFlight,
     },
     enrich: openEnricher(engine),
     ready: async () => {

@@ -3,6 +3,8 @@ import { Worker } from '../jobs/worker.js';
 import { driveMonitorRuns } from '../monitors/run-driver.js';
 import { driveRepoScans } from '../jobs/repo-scan-job.js';
 import { scheduleMonitorsPeriodically } from '../monitors/scheduler.js';
+import { driveWorkflowRuns, workflowDriverDeps } from '../workflows/run-driver.js';
+import { scheduleWorkflowsPeriodically } from '../workflows/workflow-scheduler.js';
 import { webhookSender } from '../webhooks/webhooks.js';
 import { buildApp } from '../api/build-app.js';
 import type { ClientLimits } from '../api/slow-clients.js';
@@ -41,6 +43,8 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   const stopSchedule = worker ? scheduleMonitorsPeriodically({ monitors: engine.deps.store.monitors, clock: engine.deps.clock, log: engine.deps.log }) : undefined;
   const stopRepoScans = worker && engine.repoScans ? driveRepoScans(engine.repoScans, worker.id, engine.config.jobs.pollMs) : undefined;
   const stopRuns = worker ? driveMonitorRuns({ engine: engine.deps, jobService: engine.jobService }, worker.id, engine.config.jobs.pollMs) : undefined;
+  const stopWorkflows = worker ? driveWorkflowRuns(workflowDriverDeps(engine.deps), worker.id, engine.config.jobs.pollMs) : undefined;
+  const stopWorkflowSchedule = worker ? scheduleWorkflowsPeriodically({ store: engine.deps.store, clock: engine.deps.clock, log: engine.deps.log, runsInFlight: engine.config.workflows.runsInFlight }) : undefined;
   io.stderr.write(`sluice API listening on ${boundAddress(app.server.address())}${worker ? ` with worker ${worker.id}` : ''}${sender ? ' and webhook sender' : ''}\n`);
 
   await new Promise<void>((resolve) => {
@@ -52,7 +56,7 @@ export async function serveCommand(engine: Engine, args: string[], io: CliIo): P
   io.stderr.write('stopping: finishing in-flight requests and batches\n');
   worker?.stop();
   sender?.stop();
-  const [, [work]] = await Promise.all([app.close(), settled, stopRetention(), stopSchedule?.(), stopRuns?.(), stopRepoScans?.()]);
+  const [, [work]] = await Promise.all([app.close(), settled, stopRetention(), stopSchedule?.(), stopRuns?.(), stopRepoScans?.(), stopWorkflows?.(), stopWorkflowSchedule?.()]);
   if (work.status === 'rejected') throw work.reason;
   return 0;
 }

@@ -138,6 +138,24 @@ export const ERROR_CODES = {
   repositoryTooLarge: 'repository_too_large',
   repositoryTimeout: 'repository_timeout',
   scanNotFound: 'scan_not_found',
+  // workflows (docs/workflows.md)
+  workflowNotFound: 'workflow_not_found',
+  workflowRunNotFound: 'workflow_run_not_found',
+  /** A webhook step names a webhook that is not an active generic webhook of the account. */
+  workflowWebhookNotFound: 'workflow_webhook_not_found',
+  /** A definition that breaks a rule of docs/workflows.md; `details` names the step and the problem. */
+  invalidWorkflow: 'invalid_workflow',
+  /** A step type the spec names (domain_lookup, ip_lookup, darkweb_lookup) whose lookup Sluice does not have yet. */
+  stepTypeUnsupported: 'step_type_unsupported',
+  /** A trigger type the spec names that Sluice does not start runs for yet. */
+  triggerUnsupported: 'trigger_unsupported',
+  /** A reference that is not `input.<path>` or `steps.<earlier step>.output.<path>`, or names a forbidden property. */
+  invalidReference: 'invalid_reference',
+  invalidExpression: 'invalid_expression',
+  /** An expression that used up its operation, time or size budget: cut off, never run to the end. */
+  expressionBudgetExceeded: 'expression_budget_exceeded',
+  /** The account has as many workflow runs queued or running as it may. */
+  tooManyRuns: 'too_many_runs',
   internal: 'internal',
   // IP network lookups, and lines of the IP network imports (counted and reported, never fatal)
   /** Not an IPv4 or IPv6 address. */

@@ -16,6 +16,7 @@ import type {
   TargetListRecord,
 } from './monitor-records.js';
 import type { ComparisonCommit, RunClaim, RunEnd, StoredSnapshot } from './monitor-run-records.js';
+import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from './workflow-records.js';
 import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, SnapshotRecord, TypedRunRecord } from './monitor-result-records.js';
 import type { RepoScansPort } from './repo-scan-records.js';
 import type {
@@ -75,6 +76,7 @@ export interface Store {
   readonly repoScans: RepoScansPort;
   readonly ipNetwork: IpNetworkPort;
   readonly complianceChecks: ComplianceChecksPort;
+  readonly workflows: WorkflowsPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -756,4 +758,57 @@ export interface MonitorRunsPort {
    * written once; false when it was not this lease's to end.
    */
   finish(end: RunEnd): Promise<boolean>;
+}
+
+/**
+ * Workflow definitions, their immutable versions, runs and logs (docs/workflows.md). Reads and
+ * writes through the API take the caller's account: another account's workflow or run reads as
+ * absent. Run execution (claimRun, commitStep) is leased and fenced like a job's chunks.
+ */
+export interface WorkflowsPort {
+  /** The workflow and its version 1. Atomic. */
+  create(input: WorkflowWrite & { id: string; accountId: string; now: number }): Promise<WorkflowRecord>;
+  get(accountId: string, id: string): Promise<WorkflowRecord | undefined>;
+  /** Oldest first. Two reads. */
+  list(accountId: string, filter: Page & { status?: string | undefined }): Promise<{ workflows: WorkflowRecord[]; total: number }>;
+  /** A new immutable version with `changes`; runs keep the version they pinned. Atomic, serialised on the workflow's row. */
+  update(accountId: string, id: string, changes: WorkflowWrite, now: number): Promise<WorkflowRecord | undefined>;
+  /** Soft: runs and logs stay readable; the workflow reads as absent. */
+  delete(accountId: string, id: string, now: number): Promise<boolean>;
+  /**
+   * A queued run of the workflow's current version, unless the account already has `maxInFlight`
+   * runs queued or running (too_many_runs, 429) or the workflow is not active (invalid_state, 409)
+   * or gone (workflow_not_found, 404). Serialised on the account, so the limit holds across
+   * processes and restarts.
+   */
+  startRun(input: { id: string; accountId: string; workflowId: string; input: string; maxInFlight: number; now: number }): Promise<WorkflowRunRecord>;
+  run(accountId: string, runId: string): Promise<WorkflowRunRecord | undefined>;
+  /** Newest first. Two reads. */
+  runs(accountId: string, filter: Page & { workflowId?: string | undefined }): Promise<{ runs: WorkflowRunRecord[]; total: number }>;
+  /** Oldest first. `workflow_run_not_found` (404) for another account's run. Two reads. */
+  logs(accountId: string, runId: string, page: Page): Promise<{ logs: WorkflowLogRecord[]; total: number }>;
+  /** A queued run, or a running one whose lease ran out and whose wake time (if any) has come. Takes a lease. */
+  claimRun(owner: string, now: number, leaseMs: number): Promise<WorkflowRunClaim | undefined>;
+  renewLease(runId: string, lease: Lease, until: number): Promise<boolean>;
+  /** One step's result, charge, delivery, logs, cursor and counters. Atomic, fenced by epoch and cursor. */
+  commitStep(commit: StepCommit): Promise<StepCommitResult>;
+  /** Cancels a queued or running run, fencing out the lease that runs it. invalid_state (409) when it has ended. */
+  cancel(accountId: string, runId: string, now: number): Promise<WorkflowRunRecord>;
+  /** A failed run queued again from its failed step, on its pinned version. invalid_state (409) unless failed. */
+  redrive(accountId: string, runId: string, now: number): Promise<WorkflowRunRecord>;
+  /** Active scheduled workflows due at `now`, oldest due first. A read. */
+  dueSchedules(now: number, limit: number): Promise<DueSchedule[]>;
+  /**
+   * One due time's run: moves next_run_at from `dueAt` to `nextAt` (compare-and-set) and, if this
+   * call moved it, queues run `runId` of the current version, unless the account is at
+   * `maxInFlight`. Atomic, serialised per account as startRun; one run per due time whatever number
+   * of processes fire at once.
+   */
+  fireSchedule(fire: ScheduleFire): Promise<ScheduleFireResult>;
+  /** Makes `hash` the ingest token's hash; the one it replaces keeps working until `graceUntil`. False for no such workflow. */
+  setIngestToken(accountId: string, id: string, hash: string, graceUntil: number): Promise<boolean>;
+  /** Both the current and the previous token stop working at once. False for no such workflow. */
+  revokeIngestToken(accountId: string, id: string): Promise<boolean>;
+  /** The workflow (not deleted, any status) whose current token, or previous one still in its grace period, hashes to `hash`. A read. */
+  byIngestToken(hash: string, now: number): Promise<WorkflowRecord | undefined>;
 }

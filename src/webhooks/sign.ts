@@ -38,6 +38,8 @@ export function deliveryHeaders(body: Buffer, secret: string, event: string, mes
     'x-sluice-event': event,
     'x-sluice-signature': sluiceSignature(body, secret),
     'webhook-id': messageId,
+    // The same on every attempt: a receiver (or a service behind a workflow's webhook step) drops repeats by it.
+    'idempotency-key': messageId,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': standardSignature(body, secret, messageId, timestamp),
   };

@@ -79,6 +79,20 @@ const OPERATIONS = [
   'GET /api/lists',
   'GET /api/lists/{id}',
   'DELETE /api/lists/{id}',
+  'POST /api/workflows',
+  'GET /api/workflows',
+  'GET /api/workflows/{id}',
+  'PUT /api/workflows/{id}',
+  'DELETE /api/workflows/{id}',
+  'POST /api/workflows/{id}/run',
+  'GET /api/workflows/runs',
+  'GET /api/workflows/runs/{runId}',
+  'POST /api/workflows/runs/{runId}/cancel',
+  'POST /api/workflows/runs/{runId}/redrive',
+  'GET /api/workflows/logs',
+  'POST /api/workflows/{id}/ingest-token',
+  'DELETE /api/workflows/{id}/ingest-token',
+  'POST /api/ingest/workflows/{token}',
 ].sort();
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

@@ -33,12 +33,13 @@ const layerOf = (file: string) => (file.startsWith('pipelines/') ? 'pipelines' :
 
 /** Which layers each layer may import (besides itself). main is the composition root. */
 const ALLOWED: Record<string, string[]> = {
-  main: ['api', 'cli', 'monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
-  api: ['monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'shared', 'pipelines'],
-  cli: ['monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
+  main: ['workflows', 'api', 'cli', 'monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
+  api: ['workflows', 'monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'shared', 'pipelines'],
+  cli: ['workflows', 'monitors', 'jobs', 'auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
   monitors: ['jobs', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
   jobs: ['auth', 'billing', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
   webhooks: ['auth', 'storage', 'shared'],
+  workflows: ['jobs', 'lookups', 'storage', 'webhooks', 'config', 'shared', 'pipelines'],
   auth: ['storage', 'shared'],
   billing: ['storage', 'shared'],
   lookups: ['storage', 'shared'],

@@ -37,6 +37,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   pollMs: (c) => c.jobs.pollMs,
   providerRetrySeconds: (c) => c.jobs.providerRetrySeconds,
   accountRunningJobs: (c) => c.jobs.accountRunningJobs,
+  workflowRunsInFlight: (c) => c.workflows.runsInFlight,
   repeatFreeDays: (c) => c.billing.repeatFreeDays,
   defaultAccountCredits: (c) => c.billing.defaultAccountCredits,
   retentionDays: (c) => c.retentionDays,

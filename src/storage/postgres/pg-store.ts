@@ -16,6 +16,7 @@ import { PgKeys } from './pg-keys.js';
 import { PgLimits } from './pg-limits.js';
 import { PgMonitors } from './pg-monitors.js';
 import { PgMonitorRuns } from './pg-monitor-runs.js';
+import { PgWorkflows } from './pg-workflows.js';
 import { PgMonitorResults } from './pg-monitor-results.js';
 import { PgResults } from './pg-results.js';
 import { PgSessions } from './pg-sessions.js';
@@ -61,6 +62,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     repoScans: new PgRepoScans(db),
     ipNetwork: new PgIpNetwork(db),
     complianceChecks: new PgComplianceChecks(db),
+    workflows: new PgWorkflows(db),
     async ping() {
       await db.query('SELECT 1');
     },

@@ -16,6 +16,7 @@ import { SqliteMonitors } from './sqlite-monitors.js';
 import { SqliteMonitorRuns } from './sqlite-monitor-runs.js';
 import { SqliteMonitorResults } from './sqlite-monitor-results.js';
 import { SqliteOutbox } from './sqlite-outbox.js';
+import { SqliteWorkflows } from './sqlite-workflows.js';
 import { SqliteResults } from './sqlite-results.js';
 import { SqliteSessions } from './sqlite-sessions.js';
 import { SqliteWebhooks } from './sqlite-webhooks.js';
@@ -58,6 +59,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     repoScans: new SqliteRepoScans(db),
     ipNetwork: new SqliteIpNetwork(db),
     complianceChecks: new SqliteComplianceChecks(db),
+    workflows: new SqliteWorkflows(db),
     async ping() {
       ping.get();
     },
