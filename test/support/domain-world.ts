@@ -149,3 +149,16 @@ export async function startDomainWorld(): Promise<DomainWorld> {
     dnsServer: server,
   };
 }
+
+/** Every network part of the report on loopback: the DNS fake, RDAP, CT and HTTPS with the test CA. */
+export function domainWorldEnv(w: DomainWorld): Record<string, string> {
+  return {
+    SLUICE_DNS_SERVERS: w.dnsServer,
+    SLUICE_ENRICH_ALLOW_PRIVATE: 'true',
+    SLUICE_ENRICH_CA_FILE: w.caFile,
+    SLUICE_ENRICH_HTTPS_PORT: String(w.httpsPort),
+    SLUICE_RDAP_BOOTSTRAP: w.rdapBootstrap,
+    SLUICE_CT_URL: w.ctUrl,
+    SLUICE_RATE_LIMIT_PER_MINUTE: '100000',
+  };
+}

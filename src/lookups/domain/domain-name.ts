@@ -1,6 +1,7 @@
 import { domainToASCII } from 'node:url';
+import { ERROR_CODES } from '../../shared/errors.js';
 
-export type DomainName = { ok: true; domain: string } | { ok: false; code: 'invalid_domain'; message: string };
+export type DomainName = { ok: true; domain: string } | { ok: false; code: typeof ERROR_CODES.invalidDomain; message: string };
 
 /**
  * A domain as a caller may type it (`Example.COM.`, `https://example.com/path`, `bücher.de`) to
@@ -22,4 +23,4 @@ export function normaliseDomain(input: string): DomainName {
   return { ok: true, domain: ascii };
 }
 
-const invalid = (): DomainName => ({ ok: false, code: 'invalid_domain', message: 'Give one domain name, such as example.com' });
+const invalid = (): DomainName => ({ ok: false, code: ERROR_CODES.invalidDomain, message: 'Give one domain name, such as example.com' });
