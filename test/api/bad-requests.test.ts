@@ -318,7 +318,7 @@ const rows: Row[] = [
   { name: 'webhooks: deliveries without webhook_id', method: 'GET', url: '/api/webhooks/deliveries', auth: 'key', status: 400, error: 'webhook_id is required' },
 
   // Monitors and target lists
-  { name: 'monitors: a spec type without a lookup', method: 'POST', url: '/api/monitors', auth: 'key', body: { name: 'x', type: 'domain', frequency: 'weekly' }, status: 422, error: /monitor type domain is not supported/ },
+  { name: 'monitors: a spec type without a lookup', method: 'POST', url: '/api/monitors', auth: 'key', body: { name: 'x', type: 'darkweb', frequency: 'weekly' }, status: 422, error: /monitor type darkweb is not supported/ },
   { name: 'monitors: frequency daily', method: 'POST', url: '/api/monitors', auth: 'key', body: { name: 'x', type: 'email', frequency: 'daily' }, status: 422, error: INVALID_REQUEST },
   { name: 'monitors: limit over 100', method: 'GET', url: '/api/monitors?limit=500', auth: 'key', status: 422, error: INVALID_REQUEST },
   { name: 'monitors: an unknown monitor', method: 'GET', url: `/api/monitors/${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'Monitor not found' },

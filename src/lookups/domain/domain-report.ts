@@ -106,6 +106,12 @@ export class DomainReportProvider implements LookupProvider<DomainReport> {
   readonly kind = DOMAIN_REPORT_KIND;
   readonly name = 'embedded-domain-report';
   readonly maxBatch = 10;
+  /**
+   * Not kept in the result cache: a report is the network's state at the time asked, and the cache
+   * would answer the charge window's (months) old DNS and registration data to a repeat lookup.
+   * The limiters then count it in this process only, which suits it: its calls go to many hosts.
+   */
+  readonly answersLocally = true;
 
   constructor(private readonly deps: DomainReportDeps) {}
 
