@@ -145,9 +145,6 @@ export const ERROR_CODES = {
   /** An import line that is not in the file's format (too few fields, wrong type). */
   malformedLine: 'malformed_line',
   invalidAsn: 'invalid_asn',
-  // Domain reports
-  /** Not a domain name (docs/domain-report.md). */
-  invalidDomain: 'invalid_domain',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
