@@ -1,5 +1,6 @@
 import { AppError, ERROR_CODES } from '../src/shared/errors.js';
 import { companyPipeline } from './company.js';
+import { domainPipeline } from './domain.js';
 import { emailBreachesPipeline } from './email-breaches.js';
 import { genderPipeline } from './gender.js';
 import { ipNetworkPipeline } from './ip-network.js';
@@ -15,6 +16,7 @@ export const PIPELINES = {
   email_breaches: emailBreachesPipeline,
   validity: validityPipeline,
   ip: ipNetworkPipeline,
+  domain: domainPipeline,
 } as const;
 
 export type JobType = keyof typeof PIPELINES;

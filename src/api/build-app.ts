@@ -21,6 +21,7 @@ import { emailComplianceRoutes } from './routes/email-compliance-routes.js';
 import { validatorCompiler } from './validator.js';
 import { genderRoutes } from './routes/gender-routes.js';
 import { ipNetworkRoutes } from './routes/ip-network-routes.js';
+import { domainReportRoutes } from './routes/domain-report-routes.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { boundHeavyReads, DEFAULT_HEAVY_READS_PER_ACCOUNT } from './heavy-reads.js';
 import { guardInputs } from './input-guards.js';
@@ -179,6 +180,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => phoneRoutes(scope, deps));
   await app.register(async (scope) => companyRoutes(scope, deps));
   await app.register(async (scope) => ipNetworkRoutes(scope, deps));
+  await app.register(async (scope) => domainReportRoutes(scope, deps));
   await app.register(async (scope) => accountRoutes(scope, deps));
   await app.register(async (scope) => resumeRoutes(scope, deps));
   await app.register(async (scope) => metricsRoutes(scope, deps));

@@ -46,6 +46,8 @@ export interface Config {
   readonly passwordRange: RemoteService;
   /** The remote passive DNS service of the IP network lookup; unset URL: no `passive_dns` section. */
   readonly passiveDns: RemoteService;
+  /** The remote certificate-transparency service of the domain report; unset URL: no `subdomains` section. */
+  readonly ctSubdomains: RemoteService;
   /** `GET /metrics` on `serve`, and a worker's own metrics listener (port 0: none). */
   readonly metrics: { readonly enabled: boolean; readonly token: string | undefined; readonly port: number };
   /** Workflow runs queued or running per account, counted from the store (docs/workflows.md). */
@@ -243,6 +245,8 @@ export const SETTINGS = {
   passwordRangeAuth: optionalText('SLUICE_PASSWORD_RANGE_AUTH', 'The whole `Authorization` header value sent to the password range service (another Sluice: `Bearer <API key>`).'),
   passiveDnsUrl: optionalUrl('SLUICE_PASSIVE_DNS_URL', 'Remote passive DNS service for the IP network lookup (docs/ip-network.md; the remote lookup protocol, kind `passive_dns`). Unset: answers have no `passive_dns` section.'),
   passiveDnsAuth: optionalText('SLUICE_PASSIVE_DNS_AUTH', 'The whole `Authorization` header value sent to the passive DNS service, e.g. `Bearer ...`.'),
+  ctUrl: optionalUrl('SLUICE_CT_URL', 'Remote certificate-transparency service for the domain report\'s subdomains (docs/domain-report.md; the remote lookup protocol, kind `ct_subdomains`). Unset: reports have no `subdomains` section.'),
+  ctAuth: optionalText('SLUICE_CT_AUTH', 'The whole `Authorization` header value sent to the certificate-transparency service, e.g. `Bearer ...`.'),
   providerTimeoutMs: int('SLUICE_PROVIDER_TIMEOUT_MS', 10_000, 100, 600_000, 'Time allowed for one request to a remote lookup service.'),
   providerMaxBatch: int('SLUICE_PROVIDER_MAX_BATCH', 100, 1, 10_000, 'Keys per request to a remote lookup service (1 for a service that takes one key at a time).'),
   providerConnections: int('SLUICE_PROVIDER_CONNECTIONS', 64, 1, 10_000, 'Keep-alive connections per remote lookup service and process; also its requests in flight.'),
@@ -351,6 +355,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     passwordRange: { url: read(s.passwordRangeUrl), auth: read(s.passwordRangeAuth) },
     passiveDns: { url: read(s.passiveDnsUrl), auth: read(s.passiveDnsAuth) },
+    ctSubdomains: { url: read(s.ctUrl), auth: read(s.ctAuth) },
     webhooks: {
       allowPrivate: read(s.webhookAllowPrivate),
       attemptTimeoutMs: read(s.webhookTimeoutMs),

@@ -23,6 +23,8 @@ import { EmbeddedBreachIndex, PHONE_BREACHES_KIND } from '../lookups/phone/embed
 import { EMAIL_BREACHES_KIND, EmbeddedEmailBreachIndex } from '../lookups/email/embedded-email-breach-index.js';
 import { VALIDITY_KIND } from '../lookups/validity/validity-result.js';
 import { openValidityVerifier } from './open-validity.js';
+import { openDomainReport } from './open-domain-report.js';
+import { DOMAIN_REPORT_KIND } from '../lookups/domain/domain-report.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
 import { EmbeddedIpNetwork, IP_NETWORK_KIND, PASSIVE_DNS_KIND } from '../lookups/ip/embedded-ip-network.js';
 import { CircuitBreaker } from '../lookups/remote/circuit-breaker.js';
@@ -79,6 +81,9 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   providers.set(PASSWORD_BREACHES_KIND, passwordBreaches);
   // Its own holder of store slots (per MX host); it renews only while a session holds a slot.
   providers.set(VALIDITY_KIND, openValidityVerifier(config, clock, new SlotHolder(store.limits, clock)));
+  const domainReport = openDomainReport(config, clock, store, providers.get(COMPANY_KIND));
+  providers.set(DOMAIN_REPORT_KIND, domainReport.provider);
+  remotes.push(...domainReport.remotes);
   const deps: EngineDeps = {
     store,
     jobs: store.jobs,

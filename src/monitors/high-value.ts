@@ -14,6 +14,8 @@ export const ALERT_KINDS = {
   companyChanged: 'company_changed',
   /** An address whose prefix now looks hijacked (src/lookups/ip/ip-network-answer.ts) and did not before. */
   possibleHijack: 'possible_hijack',
+  /** A domain whose registrar is another one now: a transfer, which its owner must have meant. */
+  registrarChanged: 'registrar_changed',
 } as const;
 
 export interface HighValueAlert {
@@ -32,6 +34,7 @@ const has = (value: FieldValue | undefined, item: string): boolean => Array.isAr
  *
  * - email: `exposed_data` gains `Passwords`: a breach now known exposed the address's password.
  * - phone: `breached` goes from false to true: the number is in its first known breach.
+ * - domain: `registrar` changes from one registrar to another (a transfer).
  * - ip: `possible_hijack` goes from false to true (src/lookups/ip/ip-network-answer.ts says when).
  * - company: the best match's `name` or `domain` changes from one value to another: the name now
  *   finds another company (renamed, acquired, or gone), which is what a watcher must look at first.
@@ -50,6 +53,11 @@ export function highValueAlert(type: MonitorType, target: string, previous: Prof
     // The prefix (or a more specific one) appeared with a new origin while the old one still announces it.
     if (previous.possible_hijack === true || next.possible_hijack !== true) return null;
     return { target, kind: ALERT_KINDS.possibleHijack, old: { prefix: previous.prefix ?? null, origin_asn: previous.origin_asn ?? [] }, new: { prefix: next.prefix ?? null, origin_asn: next.origin_asn ?? [] } };
+  }
+  if (type === 'domain') {
+    // A registrar seen before and another one now (not a registry that stopped answering: null is no value).
+    if (typeof previous.registrar !== 'string' || typeof next.registrar !== 'string' || previous.registrar === next.registrar) return null;
+    return { target, kind: ALERT_KINDS.registrarChanged, old: { registrar: previous.registrar, expires_at: previous.expires_at ?? null }, new: { registrar: next.registrar, expires_at: next.expires_at ?? null } };
   }
   const moved = (field: string) => previous[field] !== null && previous[field] !== undefined && next[field] !== null && previous[field] !== next[field];
   if (!moved('name') && !moved('domain')) return null;

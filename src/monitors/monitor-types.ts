@@ -1,4 +1,5 @@
 import { companyPipeline } from '../../pipelines/company.js';
+import { domainPipeline } from '../../pipelines/domain.js';
 import { genderPipeline } from '../../pipelines/gender.js';
 import { ipNetworkPipeline } from '../../pipelines/ip-network.js';
 import { phoneBreachesPipeline } from '../../pipelines/phone-breaches.js';
@@ -59,6 +60,15 @@ export const MONITOR_TYPE_SPECS: Readonly<Record<MonitorType, MonitorTypeSpec>> 
     key: 'ip',
     reading: ipNetworkPipeline,
     fields: ['prefix', 'origin_asn', 'network', 'rir', 'registrant_org', 'possible_hijack'],
+  },
+  // What a domain's owner wants to hear about: its records, who registers it and until when, and
+  // the names certificates were newly issued for (a new subdomain: shadow IT, or a takeover).
+  // SOA is left out: its serial moves with every zone edit, which the records already show.
+  domain: {
+    type: MONITOR_TYPES.domain,
+    key: 'domain',
+    reading: domainPipeline,
+    fields: ['a', 'aaaa', 'mx', 'ns', 'txt', 'caa', 'registrar', 'expires_at', 'subdomains'],
   },
 };
 

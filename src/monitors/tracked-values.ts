@@ -1,4 +1,5 @@
 import { companyPipeline } from '../../pipelines/company.js';
+import { DOMAIN_LIST_SEPARATOR, domainPipeline } from '../../pipelines/domain.js';
 import { emailBreachesPipeline, LIST_SEPARATOR } from '../../pipelines/email-breaches.js';
 import { phoneBreachesPipeline } from '../../pipelines/phone-breaches.js';
 import { IP_LIST_SEPARATOR, ipNetworkPipeline } from '../../pipelines/ip-network.js';
@@ -19,6 +20,7 @@ export const RUN_PIPELINES: Readonly<Record<MonitorType, Pipeline>> = {
   phone: phoneBreachesPipeline,
   company: companyPipeline,
   ip: ipNetworkPipeline,
+  domain: domainPipeline,
 };
 
 const list = (cell: string, separator: string = LIST_SEPARATOR): string[] => (cell === '' ? [] : cell.split(separator));
@@ -68,6 +70,19 @@ const PROFILES: Readonly<Record<MonitorType, (cells: readonly string[]) => Profi
     rir: text(rir),
     registrant_org: text(registrant),
     possible_hijack: hijack === 'true',
+  }),
+  // The `domain` pipeline's cells: a, aaaa, mx, ns, txt, caa, soa, dns_errors, spf, dmarc_policy,
+  // registrar, created_at, expires_at, age_days, dnssec, company, subdomains, discovery_found.
+  domain: ([a = '', aaaa = '', mx = '', ns = '', txt = '', caa = '', , , , , registrar = '', , expires = '', , , , subdomains = '']) => ({
+    a: list(a, DOMAIN_LIST_SEPARATOR),
+    aaaa: list(aaaa, DOMAIN_LIST_SEPARATOR),
+    mx: list(mx, DOMAIN_LIST_SEPARATOR),
+    ns: list(ns, DOMAIN_LIST_SEPARATOR),
+    txt: list(txt, DOMAIN_LIST_SEPARATOR),
+    caa: list(caa, DOMAIN_LIST_SEPARATOR),
+    registrar: text(registrar),
+    expires_at: text(expires),
+    subdomains: list(subdomains, DOMAIN_LIST_SEPARATOR),
   }),
 };
 

@@ -4,11 +4,11 @@
  */
 
 /** The monitor types whose lookups exist: a monitor of one of these can be created. */
-export const MONITOR_TYPES = { email: 'email', phone: 'phone', company: 'company', ip: 'ip' } as const;
+export const MONITOR_TYPES = { email: 'email', phone: 'phone', company: 'company', ip: 'ip', domain: 'domain' } as const;
 export type MonitorType = (typeof MONITOR_TYPES)[keyof typeof MONITOR_TYPES];
 
 /** Types spec 2.8 names that have no lookup yet: refused with `monitor_type_unsupported`, not `unknown_monitor_type`. */
-export const UNSUPPORTED_MONITOR_TYPES = ['domain', 'darkweb'] as const;
+export const UNSUPPORTED_MONITOR_TYPES = ['darkweb'] as const;
 
 export function isMonitorType(value: string): value is MonitorType {
   return Object.hasOwn(MONITOR_TYPES, value);

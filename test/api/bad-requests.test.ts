@@ -312,6 +312,12 @@ const rows: Row[] = [
   { name: 'bulk ip search: an empty list', method: 'POST', url: '/api/bulk-ip-search', auth: 'key', body: { queries: [] }, status: 422, error: INVALID_REQUEST },
   { name: 'bulk ip search: 101 addresses', method: 'POST', url: '/api/bulk-ip-search', auth: 'key', body: { queries: Array(101).fill('10.0.0.1') }, status: 422, error: INVALID_REQUEST },
   { name: 'bulk ip search: queries not a list', method: 'POST', url: '/api/bulk-ip-search', auth: 'key', body: { queries: '10.0.0.1' }, status: 422, error: INVALID_REQUEST },
+  { name: 'agent domain: no domain', method: 'POST', url: '/api/agent/domain', auth: 'key', body: {}, status: 400, error: /^domain is required/ },
+  { name: 'agent domain: not a domain', method: 'POST', url: '/api/agent/domain', auth: 'key', body: { domain: 'not a domain' }, status: 400, error: /^Invalid domain/ },
+  { name: 'agent domain: malformed JSON', method: 'POST', url: '/api/agent/domain', auth: 'key', body: '{"domain":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
+  { name: 'agent domain: wrong method', method: 'GET', url: '/api/agent/domain', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  { name: 'bulk domain search: no queries', method: 'POST', url: '/api/bulk-domain-search', auth: 'key', body: {}, status: 422, error: INVALID_REQUEST },
+  { name: 'bulk domain search: 101 domains', method: 'POST', url: '/api/bulk-domain-search', auth: 'key', body: { queries: Array(101).fill('example.com') }, status: 422, error: INVALID_REQUEST },
   { name: 'bulk company search: malformed JSON', method: 'POST', url: '/api/bulk-company-search', auth: 'key', body: '{"queries":', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
   { name: 'bulk company search: no key', method: 'POST', url: '/api/bulk-company-search', auth: 'none', body: { queries: ['Acme'] }, status: 401, error: 'Unauthorized' },
   { name: 'bulk company search: wrong method', method: 'GET', url: '/api/bulk-company-search', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
@@ -334,7 +340,7 @@ const rows: Row[] = [
   { name: 'webhooks: deliveries without webhook_id', method: 'GET', url: '/api/webhooks/deliveries', auth: 'key', status: 400, error: 'webhook_id is required' },
 
   // Monitors and target lists
-  { name: 'monitors: a spec type without a lookup', method: 'POST', url: '/api/monitors', auth: 'key', body: { name: 'x', type: 'domain', frequency: 'weekly' }, status: 422, error: /monitor type domain is not supported/ },
+  { name: 'monitors: a spec type without a lookup', method: 'POST', url: '/api/monitors', auth: 'key', body: { name: 'x', type: 'darkweb', frequency: 'weekly' }, status: 422, error: /monitor type darkweb is not supported/ },
   { name: 'monitors: frequency daily', method: 'POST', url: '/api/monitors', auth: 'key', body: { name: 'x', type: 'email', frequency: 'daily' }, status: 422, error: INVALID_REQUEST },
   { name: 'monitors: limit over 100', method: 'GET', url: '/api/monitors?limit=500', auth: 'key', status: 422, error: INVALID_REQUEST },
   { name: 'monitors: an unknown monitor', method: 'GET', url: `/api/monitors/${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'Monitor not found' },

@@ -95,6 +95,9 @@ export const CORPUS: CorpusStep[] = [
   { name: 'resume a queued phone job', method: 'POST', path: '/api/phone-jobs/resume', query: { id: '{phoneJob}' }, status: 409 },
   { name: 'company search', method: 'POST', path: '/api/agent/company', json: { query: 'Acme GmbH' }, status: 200 },
   { name: 'bulk company search', method: 'POST', path: '/api/bulk-company-search', json: { queries: ['Acme GmbH', 'example.com'] }, status: 200 },
+  // Names that are not domains: answered without a lookup, so no DNS is asked (the corpus has no DNS fake).
+  { name: 'domain report of a non-domain', method: 'POST', path: '/api/agent/domain', json: { domain: 'not a domain' }, status: 400 },
+  { name: 'bulk domain search of non-domains', method: 'POST', path: '/api/bulk-domain-search', json: { queries: ['not a domain', '10.0.0.1'] }, status: 200 },
 
   { name: 'a webhook', method: 'POST', path: '/api/webhooks', json: { url: '{receiver}', events: ['bulk.completed'], description: 'corpus' }, status: 200, capture: { webhook: 'result.id' } },
   { name: 'the webhooks', method: 'GET', path: '/api/webhooks', status: 200 },

@@ -57,6 +57,8 @@ const OPERATIONS = [
   'POST /api/bulk-company-search',
   'POST /api/agent/ip-network',
   'POST /api/bulk-ip-search',
+  'POST /api/agent/domain',
+  'POST /api/bulk-domain-search',
   'POST /api/monitors',
   'GET /api/monitors',
   'GET /api/monitors/{id}',

@@ -70,6 +70,8 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   passwordRangeAuth: (c) => c.passwordRange.auth,
   passiveDnsUrl: (c) => c.passiveDns.url,
   passiveDnsAuth: (c) => c.passiveDns.auth,
+  ctUrl: (c) => c.ctSubdomains.url,
+  ctAuth: (c) => c.ctSubdomains.auth,
   providerTimeoutMs: (c) => c.providers.timeoutMs,
   providerConnections: (c) => c.providers.connections,
   providerMaxBatch: (c) => c.providers.maxBatch,

@@ -75,7 +75,7 @@ describe('POST /api/lists with a CSV', () => {
   it.each([
     [{ name: 'x', type: 'email' }, 'Name,Phone\nA,+49301234567\n', 422, 'no_key_column'],
     [{ name: 'x', type: 'email' }, '', 422, 'empty_file'],
-    [{ name: 'x', type: 'domain' }, 'domain\nexample.com\n', 422, 'monitor_type_unsupported'],
+    [{ name: 'x', type: 'darkweb' }, 'darkweb\nexample.com\n', 422, 'monitor_type_unsupported'],
     [{ name: 'x', type: 'pets' }, 'email\na@example.com\n', 422, 'unknown_monitor_type'],
     [{ type: 'email' }, 'email\na@example.com\n', 422, 'invalid_request'],
     [{ name: 'x', type: 'phone', default_country: 'QQ' }, 'phone\n+49301234567\n', 422, 'unknown_country'],

@@ -9,6 +9,9 @@ export interface FakeZone {
   aaaa?: string[];
   /** TXT strings (SPF, DMARC, MTA-STS, TLS-RPT, BIMI, DKIM records). */
   txt?: string[];
+  ns?: string[];
+  caa?: { flags?: number; tag: 'issue' | 'issuewild' | 'iodef'; value: string }[];
+  soa?: { mname: string; rname: string; serial: number };
   /** A validating resolver's answer: AD set when the query asked with the DO bit (RFC 3225). */
   ad?: boolean;
   /** Answer this code for every type instead of records. */
@@ -77,6 +80,9 @@ export class DnsFake {
       if (question.type === 'A') for (const a of zone.a ?? []) answers.push({ type: 'A', name, ttl, data: a });
       if (question.type === 'AAAA') for (const a of zone.aaaa ?? []) answers.push({ type: 'AAAA', name, ttl, data: a });
       if (question.type === 'TXT') for (const t of zone.txt ?? []) answers.push({ type: 'TXT', name, ttl, data: chunks(t) });
+      if (question.type === 'NS') for (const n of zone.ns ?? []) answers.push({ type: 'NS', name, ttl, data: n });
+      if (question.type === 'CAA') for (const c of zone.caa ?? []) answers.push({ type: 'CAA', name, ttl, data: { flags: c.flags ?? 0, tag: c.tag, value: c.value } });
+      if (question.type === 'SOA' && zone.soa) answers.push({ type: 'SOA', name, ttl, data: { ...zone.soa, refresh: 7200, retry: 3600, expire: 1209600, minimum: 300 } });
     }
     return dnsPacket.encode({
       type: 'response',

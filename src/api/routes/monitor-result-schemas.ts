@@ -22,12 +22,13 @@ export const pagedResultsQuery = { type: 'object', properties: { ...PAGE_PROPERT
 
 export const snapshotSchema = {
   type: 'object',
-  description: "Spec 2.8's snapshot: one target's result in one run, the target under its type's key (email, phone, company, ip) and under `target`",
+  description: "Spec 2.8's snapshot: one target's result in one run, the target under its type's key (email, phone, company, ip, domain) and under `target`",
   properties: {
     email: { type: 'string' },
     phone: { type: 'string' },
     company: { type: 'string' },
     ip: { type: 'string' },
+    domain: { type: 'string' },
     target: { type: 'string' },
     data: { type: 'object', additionalProperties: true, description: "The target's result in this run: the type's fields (see the monitor's tracked_fields)" },
     changes: {

@@ -207,12 +207,12 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
         querystring: { type: 'object', properties: PAGE_PROPERTIES },
         response: {
           200: {
-            description: 'The monitor\'s targets in target order, each under its type\'s key (email, phone, company, ip) and under `target`',
+            description: 'The monitor\'s targets in target order, each under its type\'s key (email, phone, company, ip, domain) and under `target`',
             type: 'object',
             properties: {
               targets: {
                 type: 'array',
-                items: { type: 'object', properties: { email: { type: 'string' }, phone: { type: 'string' }, company: { type: 'string' }, ip: { type: 'string' }, target: { type: 'string' }, added_at: { type: 'string' } } },
+                items: { type: 'object', properties: { email: { type: 'string' }, phone: { type: 'string' }, company: { type: 'string' }, ip: { type: 'string' }, domain: { type: 'string' }, target: { type: 'string' }, added_at: { type: 'string' } } },
               },
               total: { type: 'integer' },
               limit: { type: 'integer' },
@@ -326,6 +326,7 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
                     phone: { type: 'string' },
                     company: { type: 'string' },
                     ip: { type: 'string' },
+                    domain: { type: 'string' },
                     target: { type: 'string' },
                     type: { type: 'string' },
                     monitor_ids: { type: 'array', items: { type: 'string' } },

@@ -11,7 +11,7 @@ export interface DnsResolver {
   query(name: string, type: DnsRecordType, signal?: AbortSignal): Promise<DnsAnswer>;
 }
 
-export const DNS_RECORD_TYPES = ['A', 'AAAA', 'MX', 'TXT', 'NS', 'CNAME'] as const;
+export const DNS_RECORD_TYPES = ['A', 'AAAA', 'MX', 'TXT', 'NS', 'CNAME', 'CAA', 'SOA'] as const;
 export type DnsRecordType = (typeof DNS_RECORD_TYPES)[number];
 
 export const DNS_RCODES = {
@@ -29,7 +29,10 @@ export type DnsRcode = (typeof DNS_RCODES)[keyof typeof DNS_RCODES];
 export type DnsRecord =
   | { type: 'A' | 'AAAA' | 'NS' | 'CNAME'; value: string; ttl: number }
   | { type: 'MX'; preference: number; exchange: string; ttl: number }
-  | { type: 'TXT'; value: string; ttl: number };
+  | { type: 'TXT'; value: string; ttl: number }
+  /** RFC 8659: which CAs may issue for the name (`issue`, `issuewild`) and where they report (`iodef`). */
+  | { type: 'CAA'; flags: number; tag: string; value: string; ttl: number }
+  | { type: 'SOA'; mname: string; rname: string; serial: number; refresh: number; retry: number; expire: number; minimum: number; ttl: number };
 
 export interface DnsAnswer {
   rcode: DnsRcode;

@@ -27,6 +27,17 @@ export class SystemDnsResolver implements DnsResolver {
           return withTtl((await this.resolver.resolveNs(name)).map((value) => ({ type, value, ttl: DEFAULT_TTL_S })));
         case 'CNAME':
           return withTtl((await this.resolver.resolveCname(name)).map((value) => ({ type, value, ttl: DEFAULT_TTL_S })));
+        case 'CAA':
+          return withTtl(
+            (await this.resolver.resolveCaa(name)).flatMap((r) => {
+              const tag = (['issue', 'issuewild', 'iodef'] as const).find((t) => typeof r[t] === 'string');
+              return tag === undefined ? [] : [{ type: 'CAA' as const, flags: r.critical, tag, value: r[tag] as string, ttl: DEFAULT_TTL_S }];
+            }),
+          );
+        case 'SOA': {
+          const r = await this.resolver.resolveSoa(name);
+          return withTtl([{ type: 'SOA', mname: r.nsname, rname: r.hostmaster, serial: r.serial, refresh: r.refresh, retry: r.retry, expire: r.expire, minimum: r.minttl, ttl: DEFAULT_TTL_S }]);
+        }
       }
     } catch (e: unknown) {
       const rcode = rcodeOf((e as { code?: string }).code);

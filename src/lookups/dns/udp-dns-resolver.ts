@@ -93,6 +93,11 @@ function toAnswer(packet: dnsPacket.DecodedPacket & { rcode?: string }, type: Dn
       records.push({ type: 'TXT', value: parts.map((p) => (typeof p === 'string' ? p : p.toString('utf8'))).join(''), ttl });
     } else if (answer.type === 'A' || answer.type === 'AAAA' || answer.type === 'NS' || answer.type === 'CNAME') {
       records.push({ type: answer.type, value: answer.data, ttl });
+    } else if (answer.type === 'CAA') {
+      records.push({ type: 'CAA', flags: answer.data.flags ?? 0, tag: answer.data.tag, value: answer.data.value, ttl });
+    } else if (answer.type === 'SOA') {
+      const d = answer.data;
+      records.push({ type: 'SOA', mname: d.mname, rname: d.rname, serial: d.serial ?? 0, refresh: d.refresh ?? 0, retry: d.retry ?? 0, expire: d.expire ?? 0, minimum: d.minimum ?? 0, ttl });
     }
   }
   const soa = packet.authorities?.find((a) => a.type === 'SOA');
