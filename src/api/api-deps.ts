@@ -8,6 +8,7 @@ import type { JobService } from '../jobs/job-service.js';
 import type { ExposedKeysDeps } from '../jobs/exposed-keys-scan.js';
 import type { RepoScanDeps } from '../jobs/repo-scan-job.js';
 import type { MonitorService } from '../monitors/monitor-service.js';
+import type { QuotaLimits } from '../jobs/account-quotas.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
 export interface ApiSettings {
@@ -23,6 +24,8 @@ export interface ApiSettings {
   readonly validityDeadlineMs?: number;
   /** Heavy reads (src/api/heavy-reads.ts) one account may have in flight; unset: the default. */
   readonly heavyReadsPerAccount?: number;
+  /** Per-account quotas (issue 27); unset: DEFAULT_QUOTAS. */
+  readonly quotas?: QuotaLimits;
 }
 
 /** What the HTTP layer needs; buildApp takes it whole and never reads configuration itself. */

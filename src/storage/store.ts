@@ -18,6 +18,7 @@ import type {
 import type { ComparisonCommit, RunClaim, RunEnd, StoredSnapshot } from './monitor-run-records.js';
 import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, SnapshotRecord, TypedRunRecord } from './monitor-result-records.js';
 import type { RepoScansPort } from './repo-scan-records.js';
+import type { QuotaUsagePort } from './quota-usage.js';
 import type {
   Account,
   ApiKeyRow,
@@ -75,6 +76,8 @@ export interface Store {
   readonly repoScans: RepoScansPort;
   readonly ipNetwork: IpNetworkPort;
   readonly complianceChecks: ComplianceChecksPort;
+  /** What each account holds, for its quotas (issue 27). */
+  readonly quotaUsage: QuotaUsagePort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -102,6 +105,8 @@ export interface NewJob {
   inputName: string | null;
   options: JobOptions;
   now: number;
+  /** The input file's size, for the stored-bytes quota; unset: 0. */
+  inputBytes?: number;
 }
 
 export interface SplitResult {

@@ -12,6 +12,7 @@ import { SqliteIdempotency } from './sqlite-idempotency.js';
 import { SqliteJobs } from './sqlite-jobs.js';
 import { SqliteKeys } from './sqlite-keys.js';
 import { SqliteLimits } from './sqlite-limits.js';
+import { SqliteQuotaUsage } from './sqlite-quota-usage.js';
 import { SqliteMonitors } from './sqlite-monitors.js';
 import { SqliteMonitorRuns } from './sqlite-monitor-runs.js';
 import { SqliteMonitorResults } from './sqlite-monitor-results.js';
@@ -50,6 +51,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     emailBreaches: new SqliteEmailBreaches(db),
     companies: new SqliteCompanies(db),
     limits: new SqliteLimits(db),
+    quotaUsage: new SqliteQuotaUsage(db),
     audit: new SqliteAudit(db),
     retention: new SqliteRetention(db),
     monitors: new SqliteMonitors(db, reads),
