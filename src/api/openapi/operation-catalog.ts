@@ -206,6 +206,8 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
     errors: { 402: 'insufficient_credits: paused out of credits and the account still has none; top up first', 403: 'A readonly key' },
   },
   'GET /api/account': { operationId: 'getAccount', summary: 'The account\'s balance, reservations and rate limit' },
+  'GET /api/account/credit-alert': { operationId: 'getCreditAlert', summary: 'The account\'s credit alert threshold' },
+  'PUT /api/account/credit-alert': { operationId: 'setCreditAlert', summary: 'Set or remove the account\'s credit alert threshold', errors: { 403: 'A readonly key', 422: 'threshold is not a whole number from 1, nor null' } },
   'POST /api/email/gender': {
     operationId: 'lookupGenderLegacy',
     summary: 'Gender of an email address\'s first name (older path)',

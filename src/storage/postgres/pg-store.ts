@@ -15,6 +15,7 @@ import { PgJobs } from './pg-jobs.js';
 import { PgKeys } from './pg-keys.js';
 import { PgLimits } from './pg-limits.js';
 import { PgQuotaUsage } from './pg-quota-usage.js';
+import { PgCreditAlerts } from './pg-credit-alerts.js';
 import { PgMonitors } from './pg-monitors.js';
 import { PgMonitorRuns } from './pg-monitor-runs.js';
 import { PgMonitorResults } from './pg-monitor-results.js';
@@ -55,6 +56,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     companies: new PgCompanies(db),
     limits: new PgLimits(db),
     quotaUsage: new PgQuotaUsage(db),
+    creditAlerts: new PgCreditAlerts(db),
     audit: new PgAudit(db),
     retention: new PgRetention(db),
     monitors: new PgMonitors(db),
