@@ -8,6 +8,7 @@ import type { JobService } from '../jobs/job-service.js';
 import type { ExposedKeysDeps } from '../jobs/exposed-keys-scan.js';
 import type { RepoScanDeps } from '../jobs/repo-scan-job.js';
 import type { MonitorService } from '../monitors/monitor-service.js';
+import type { QuotaLimits } from '../jobs/account-quotas.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
 export interface ApiSettings {
@@ -25,6 +26,8 @@ export interface ApiSettings {
   readonly heavyReadsPerAccount?: number;
   /** Workflow runs queued or running per account; unset: 100. */
   readonly workflowRunsInFlight?: number;
+  /** Per-account quotas (issue 27); unset: DEFAULT_QUOTAS. */
+  readonly quotas?: QuotaLimits;
 }
 
 /** What the HTTP layer needs; buildApp takes it whole and never reads configuration itself. */

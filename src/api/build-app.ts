@@ -7,6 +7,7 @@ import { AppError, ERROR_CODES, isAppError, toAppError } from '../shared/errors.
 import type { ApiDeps } from './api-deps.js';
 import { familyOf, httpError, ROUTE_FAMILIES, sendError } from './errors.js';
 import { accountRoutes } from './routes/account-routes.js';
+import { creditAlertRoutes } from './routes/credit-alert-routes.js';
 import { auditRoutes } from './routes/audit-routes.js';
 import { authRoutes } from './routes/auth-routes.js';
 import { companyRoutes } from './routes/company-routes.js';
@@ -182,6 +183,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => ipNetworkRoutes(scope, deps));
   await app.register(async (scope) => domainReportRoutes(scope, deps));
   await app.register(async (scope) => accountRoutes(scope, deps));
+  await app.register(async (scope) => creditAlertRoutes(scope, deps));
   await app.register(async (scope) => resumeRoutes(scope, deps));
   await app.register(async (scope) => metricsRoutes(scope, deps));
   await app.register(async (scope) => monitorRoutes(scope, deps));

@@ -4,6 +4,7 @@ import type { KeysPort } from '../storage/store.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { KEY_PREFIX, KEY_SHAPES, keyShape, mintKey } from './key-format.js';
 import { revealKeyName, type ShreddingSealer } from './data-keys.js';
+import { apiKeyCreatedEvent } from './key-events.js';
 import { sameHash, sha256 } from './secrets.js';
 
 export { KEY_PREFIX } from './key-format.js';
@@ -74,17 +75,19 @@ export class KeyStore {
     const id = randomUUID();
     // With reveals switched off (a zero window) no sealed copy is written at all: it could only leak.
     const revealable = this.revealWindowMs > 0;
+    const keyPrefix = secret.slice(0, PREFIX_LENGTH);
     await this.keys.insert({
       id,
       accountId: input.accountId,
       name: input.name,
       keyHash: sha256(secret),
-      keyPrefix: secret.slice(0, PREFIX_LENGTH),
+      keyPrefix,
       role: input.role,
       // Under the data key of the window's slot, destroyed when the slot ends (src/auth/data-keys.ts).
       sealed: revealable ? await this.sealer.seal(secret, revealKeyName(input.now, this.revealWindowMs)) : null,
       revealUntil: input.now + this.revealWindowMs,
       now: input.now,
+      event: apiKeyCreatedEvent({ id, accountId: input.accountId, name: input.name, role: input.role, keyPrefix }, input.now),
     });
     // Creation is rare and a process that only ever creates keys (the CLI) sweeps nowhere else.
     await this.forgetExpiredSeals(input.now);

@@ -130,6 +130,8 @@ export interface ApiConfig {
   readonly heavyReadsPerAccount: number;
   readonly maxConnectionsPerAddress: number;
   readonly maxRequestsPerAddress: number;
+  /** Per-account quotas (issue 27): what one account may hold; see src/jobs/account-quotas.ts. */
+  readonly quotas: { readonly lists: number; readonly monitors: number; readonly targetsPerList: number; readonly targets: number; readonly storedBytes: number; readonly apiKeys: number };
   /** Addresses (IP, CIDR or a named range) of reverse proxies whose X-Forwarded-For is believed; unset: none. */
   readonly trustProxy: readonly string[] | undefined;
 }
@@ -228,6 +230,12 @@ export const SETTINGS = {
   maxConnectionsPerAddress: int('SLUICE_MAX_CONNECTIONS_PER_ADDRESS', 64, 1, 1_000_000, 'HTTP connections one client address may hold open on `sluice serve`; more are closed as soon as they are accepted. Not applied when SLUICE_TRUST_PROXY is set (every client then has the proxy\'s address).'),
   maxRequestsPerAddress: int('SLUICE_MAX_REQUESTS_PER_ADDRESS', 32, 1, 1_000_000, 'Requests from one client address that `sluice serve` holds unanswered at once (a half-sent request counts); more get 429 `too_many_in_flight`. Not applied when SLUICE_TRUST_PROXY is set.'),
   heavyReadsPerAccount: int('SLUICE_HEAVY_READS_PER_ACCOUNT', 2, 1, 1000, 'Heavy reads (watched targets, a monitor\'s targets, run results) one account may have in flight in one API process; more get 429 `too_many_heavy_reads` with Retry-After: 1.'),
+  quotaLists: int('SLUICE_QUOTA_LISTS', 100, 0, 1_000_000, 'Target lists one account may hold; one more gets 409 `quota_exceeded`.'),
+  quotaMonitors: int('SLUICE_QUOTA_MONITORS', 50, 0, 1_000_000, 'Monitors one account may hold; one more gets 409 `quota_exceeded`.'),
+  quotaTargetsPerList: int('SLUICE_QUOTA_TARGETS_PER_LIST', 100_000, 0, 100_000_000, 'Targets one list (or one monitor) may hold; a write past it gets 409 `quota_exceeded` and adds nothing.'),
+  quotaTargets: int('SLUICE_QUOTA_TARGETS', 1_000_000, 0, 1_000_000_000, 'Targets one account may hold in all its lists and monitors together; a write past it gets 409 `quota_exceeded` and adds nothing.'),
+  quotaStoredBytes: int('SLUICE_QUOTA_STORED_BYTES', 10 * 1024 * 1024 * 1024, 0, 2 ** 50, 'Bytes of job input files one account may keep stored (deleted jobs do not count); an upload past it gets 409 `quota_exceeded` and is not kept.'),
+  quotaApiKeys: int('SLUICE_QUOTA_API_KEYS', 50, 1, 100_000, 'API keys one account may hold that are not revoked (disabled ones count); one more gets 409 `too_many_keys`.'),
   trustProxy: proxyList(
     'SLUICE_TRUST_PROXY',
     'Reverse proxies whose `X-Forwarded-For` gives the client\'s address (for the login throttle and the logs): a comma-separated list of IP addresses, CIDR ranges (`10.0.0.0/8`) or `loopback`, `linklocal`, `uniquelocal`. A hop count is refused: it would believe the header from clients that reach Sluice directly. Unset: the header is ignored and every request counts as from its TCP peer.',
@@ -342,6 +350,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       heavyReadsPerAccount: read(s.heavyReadsPerAccount),
       maxConnectionsPerAddress: read(s.maxConnectionsPerAddress),
       maxRequestsPerAddress: read(s.maxRequestsPerAddress),
+      quotas: {
+        lists: read(s.quotaLists),
+        monitors: read(s.quotaMonitors),
+        targetsPerList: read(s.quotaTargetsPerList),
+        targets: read(s.quotaTargets),
+        storedBytes: read(s.quotaStoredBytes),
+        apiKeys: read(s.quotaApiKeys),
+      },
       trustProxy: read(s.trustProxy),
     },
     providers: {

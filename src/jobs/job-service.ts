@@ -27,7 +27,7 @@ export class JobService {
     jobLookups(input.type, input.options);
     await this.deps.billing.requireAccount(input.accountId);
     const staged = await this.stageInput(input.body, input.onUploadProgress);
-    return this.create({ ...staged, accountId: input.accountId, type: input.type, inputName: input.inputName, options: input.options });
+    return this.create({ ...staged, inputBytes: staged.size, accountId: input.accountId, type: input.type, inputName: input.inputName, options: input.options });
   }
 
   /**
@@ -41,7 +41,7 @@ export class JobService {
     return { jobId, inputKey, size: put.size };
   }
 
-  async create(input: { jobId: string; inputKey: string; accountId: string; type: string; inputName: string | null; options: JobOptions }): Promise<JobRecord> {
+  async create(input: { jobId: string; inputKey: string; accountId: string; type: string; inputName: string | null; options: JobOptions; inputBytes?: number }): Promise<JobRecord> {
     jobLookups(input.type, input.options);
     const job = await this.deps.jobs.create({
       id: input.jobId,
@@ -49,6 +49,7 @@ export class JobService {
       type: input.type,
       inputKey: input.inputKey,
       inputName: input.inputName,
+      ...(input.inputBytes === undefined ? {} : { inputBytes: input.inputBytes }),
       // The budget is fixed when the job is made, so a later change of the default cannot fail it.
       options: { ...input.options, maxErrorRate: input.options.maxErrorRate ?? DEFAULT_MAX_ERROR_RATE },
       now: this.deps.clock.now(),

@@ -6,6 +6,7 @@ import { RateLimiter } from '../auth/rate-limiter.js';
 import { monitorServiceOf } from '../monitors/monitor-service.js';
 import type { Engine } from './open-engine.js';
 import { openEnricher } from './open-enrich.js';
+import { AccountQuotas } from '../jobs/account-quotas.js';
 
 /** The API's dependencies over an open engine: the one place that wires the HTTP layer. */
 export function apiDeps(engine: Engine): ApiDeps {
@@ -18,7 +19,7 @@ export function apiDeps(engine: Engine): ApiDeps {
     rateLimiter: new RateLimiter(deps.store.limits),
     idempotency: new IdempotencyStore(deps.store.idempotency),
     webhooks: engine.webhooks,
-    monitors: monitorServiceOf(deps),
+    monitors: monitorServiceOf(deps, new AccountQuotas(deps.store.quotaUsage, config.api.quotas)),
     ...(engine.secretScans ? { secretScans: engine.secretScans } : {}),
     ...(engine.repoScans ? { repoScans: engine.repoScans } : {}),
     settings: {
@@ -31,6 +32,7 @@ export function apiDeps(engine: Engine): ApiDeps {
       validityDeadlineMs: config.validity.deadlineMs,
       heavyReadsPerAccount: config.api.heavyReadsPerAccount,
       workflowRunsInFlight: config.workflows.runsInFlight,
+      quotas: config.api.quotas,
     },
     enrich: openEnricher(engine),
     ready: async () => {

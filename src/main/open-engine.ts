@@ -219,7 +219,7 @@ function openWebhooks(config: Config, store: Store, sealer: ShreddingSealer, job
     enrich: chainEnrichers(withDownloadUrls(jobService, config.presignExpiresSeconds), withChangesUrl(objects, config.presignExpiresSeconds)),
     now: () => (overrides.clock ?? systemClock).now(),
   });
-  return { store: webhookStore, deliveries: store.deliveries, client, policy, attemptTimeoutMs: config.webhooks.attemptTimeoutMs };
+  return { store: webhookStore, deliveries: store.deliveries, client, policy, attemptTimeoutMs: config.webhooks.attemptTimeoutMs, creditAlerts: store.creditAlerts };
 }
 
 async function openObjectStore(config: Config, log: Logger, metrics: Metrics): Promise<{ objects: ObjectStore; close: () => Promise<void> }> {

@@ -27,7 +27,13 @@ export interface ImportedList {
  * refuse throws that job's error; the caller drops the list.
  */
 export async function importListCsv(
-  deps: { monitors: MonitorsPort; objects: ObjectStore; limits: Pick<JobLimits, 'maxRows' | 'maxLineBytes' | 'maxCellsPerRow'> },
+  deps: {
+    monitors: MonitorsPort;
+    objects: ObjectStore;
+    limits: Pick<JobLimits, 'maxRows' | 'maxLineBytes' | 'maxCellsPerRow'>;
+    /** Throws when the list, holding `holding` targets, may not take `adding` more (the account's quotas). */
+    guard?: ((holding: number, adding: number) => Promise<void>) | undefined;
+  },
   list: TargetListRecord,
   options: ListCsvOptions,
   signal?: AbortSignal,
@@ -39,8 +45,12 @@ export async function importListCsv(
   let duplicates = 0;
   let row = 0;
   let pending: string[] = [];
+  let holding = 0;
   const flush = async () => {
-    if (pending.length > 0) await deps.monitors.addListTargets(list.id, pending);
+    if (pending.length > 0) {
+      await deps.guard?.(holding, pending.length);
+      holding += await deps.monitors.addListTargets(list.id, pending);
+    }
     pending = [];
   };
   for await (const rows of classifyRows(input, { options, lookups: [{ pipeline: spec.reading, column: options.column }] }, deps.limits, state, signal)) {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { JobLimits } from '../config/load-config.js';
+import type { AccountQuotas } from '../jobs/account-quotas.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import {
@@ -27,6 +28,8 @@ export interface MonitorServiceDeps {
   readonly objects: ObjectStore;
   readonly clock: Clock;
   readonly limits: Pick<JobLimits, 'maxRows' | 'maxLineBytes' | 'maxCellsPerRow'>;
+  /** The account's quotas, checked before each write; unset (the local CLI): none. */
+  readonly quotas?: AccountQuotas | undefined;
 }
 
 /** A monitor to create, as the API and the CLI take it (already parsed from their own forms). */
@@ -63,7 +66,9 @@ export class MonitorService {
   async createList(accountId: string, input: { name: string; type: string; targets: readonly string[]; defaultCountry?: string | undefined }) {
     const type = monitorType(input.type);
     const read = readTargets(type, input.targets, { defaultCountry: input.defaultCountry });
-    const { monitors, clock } = this.deps;
+    const { monitors, clock, quotas } = this.deps;
+    await quotas?.require(accountId, 'lists');
+    await quotas?.requireTargets(accountId, 0, read.targets.length);
     const list = await monitors.createList({ id: randomUUID(), accountId, name: input.name, type, sourceKey: null, now: clock.now() });
     try {
       if (read.targets.length > 0) await monitors.addListTargets(list.id, read.targets);
@@ -86,10 +91,13 @@ export class MonitorService {
   /** A list from a staged CSV; a file its bulk job would refuse is refused with that job's code, and leaves nothing behind. */
   async importList(accountId: string, input: { listId: string; sourceKey: string; name: string; type: string; options: ListCsvOptions }) {
     const type = monitorType(input.type);
-    const { monitors, objects, clock, limits } = this.deps;
+    const { monitors, objects, clock, limits, quotas } = this.deps;
+    await quotas?.require(accountId, 'lists');
     const list = await monitors.createList({ id: input.listId, accountId, name: input.name, type, sourceKey: input.sourceKey, now: clock.now() });
     try {
-      return await importListCsv({ monitors, objects, limits }, list, input.options);
+      // Checked before each batch is written: a file past the quota stops there and the list goes.
+      const guard = quotas ? (holding: number, adding: number) => quotas.requireTargets(accountId, holding, adding) : undefined;
+      return await importListCsv({ monitors, objects, limits, guard }, list, input.options);
     } catch (e: unknown) {
       await monitors.removeList(accountId, list.id);
       await objects.delete(input.sourceKey).catch(() => undefined);
@@ -117,6 +125,11 @@ export class MonitorService {
     const type = monitorType(input.type);
     const fields = trackedFields(type, input.trackedFields);
     const read = readTargets(type, input.targets ?? [], { defaultCountry: input.defaultCountry });
+    const quotas = this.deps.quotas;
+    if (quotas) {
+      await quotas.require(accountId, 'monitors');
+      await quotas.requireTargets(accountId, 0, read.targets.length + (await this.listSize(accountId, input.listId)));
+    }
     const now = this.deps.clock.now();
     const monitor = await this.deps.monitors.create(
       {
@@ -166,6 +179,8 @@ export class MonitorService {
   async addTargets(accountId: string, id: string, input: { targets?: readonly string[] | undefined; listId?: string | undefined; defaultCountry?: string | undefined }): Promise<TargetsOutcome> {
     const monitor = await this.get(accountId, id);
     const read = readTargets(monitor.type, input.targets ?? [], { defaultCountry: input.defaultCountry });
+    // Counted as if every target were new: one already there is refused at the limit too.
+    await this.deps.quotas?.requireTargets(accountId, monitor.targetCount, read.targets.length + (await this.listSize(accountId, input.listId)));
     const now = this.deps.clock.now();
     const given = read.targets.length > 0 ? await this.deps.monitors.addTargets(accountId, id, read.targets, now) : { added: 0, present: 0 };
     const listed = input.listId === undefined ? { added: 0, present: 0 } : await this.deps.monitors.addListTargetsToMonitor(accountId, id, input.listId, now);
@@ -183,6 +198,12 @@ export class MonitorService {
   /** A run by hand: queued, the schedule untouched. */
   async run(accountId: string, id: string): Promise<MonitorRunRecord> {
     return this.deps.monitors.queueManualRun(accountId, id, randomUUID(), this.deps.clock.now());
+  }
+
+  /** A list's targets, for the quota; 0 for none or a list not found (the store answers that one). */
+  private async listSize(accountId: string, listId: string | undefined): Promise<number> {
+    if (listId === undefined) return 0;
+    return (await this.deps.monitors.getList(accountId, listId))?.targetCount ?? 0;
   }
 
   typeOf(raw: string): MonitorType {
@@ -210,6 +231,6 @@ function found(monitor: MonitorRecord | undefined): MonitorRecord {
 }
 
 /** The service over an engine's store, object store, clock and limits. */
-export function monitorServiceOf(deps: { store: { monitors: MonitorsPort }; objects: ObjectStore; clock: Clock; limits: MonitorServiceDeps['limits'] }): MonitorService {
-  return new MonitorService({ monitors: deps.store.monitors, objects: deps.objects, clock: deps.clock, limits: deps.limits });
+export function monitorServiceOf(deps: { store: { monitors: MonitorsPort }; objects: ObjectStore; clock: Clock; limits: MonitorServiceDeps['limits'] }, quotas?: AccountQuotas): MonitorService {
+  return new MonitorService({ monitors: deps.store.monitors, objects: deps.objects, clock: deps.clock, limits: deps.limits, quotas });
 }

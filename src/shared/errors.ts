@@ -108,6 +108,8 @@ export const ERROR_CODES = {
   tooManyWebhooks: 'too_many_webhooks',
   /** An account already holds MAX_KEYS_PER_ACCOUNT keys that are not revoked. */
   tooManyKeys: 'too_many_keys',
+  /** A write would take the account past one of its quotas (lists, monitors, targets, stored bytes). */
+  quotaExceeded: 'quota_exceeded',
   /** A delivery never sent: its account already had MAX_PENDING_DELIVERIES_PER_ACCOUNT pending. */
   backlogFull: 'backlog_full',
   // monitors and target lists

@@ -19,6 +19,8 @@ import type { ComparisonCommit, RunClaim, RunEnd, StoredSnapshot } from './monit
 import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from './workflow-records.js';
 import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, SnapshotRecord, TypedRunRecord } from './monitor-result-records.js';
 import type { RepoScansPort } from './repo-scan-records.js';
+import type { QuotaUsagePort } from './quota-usage.js';
+import type { CreditAlertsPort } from './credit-alerts.js';
 import type {
   Account,
   ApiKeyRow,
@@ -77,6 +79,10 @@ export interface Store {
   readonly ipNetwork: IpNetworkPort;
   readonly complianceChecks: ComplianceChecksPort;
   readonly workflows: WorkflowsPort;
+  /** What each account holds, for its quotas (issue 27). */
+  readonly quotaUsage: QuotaUsagePort;
+  /** The credit alert each account may set, and the sweep that announces crossings (issue 27). */
+  readonly creditAlerts: CreditAlertsPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -104,6 +110,8 @@ export interface NewJob {
   inputName: string | null;
   options: JobOptions;
   now: number;
+  /** The input file's size, for the stored-bytes quota; unset: 0. */
+  inputBytes?: number;
 }
 
 export interface SplitResult {
@@ -350,7 +358,8 @@ export interface ResultCachePort {
 }
 
 export interface KeysPort {
-  insert(row: Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt'> & { now: number }): Promise<void>;
+  /** With `event`, the key and its outbox event (written only when a webhook subscribes to it) commit together. */
+  insert(row: Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt'> & { now: number; event?: OutboxEvent | undefined }): Promise<void>;
   /** With the owning account's status, in one read. */
   byHash(keyHash: string): Promise<(ApiKeyRow & { accountStatus: string | null }) | undefined>;
   byId(id: string): Promise<ApiKeyRow | undefined>;

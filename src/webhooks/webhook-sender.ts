@@ -9,6 +9,7 @@ import { DELIVERY_STATUSES, type AttemptRecord, type Delivery } from '../storage
 import type { DeliveriesPort } from '../storage/store.js';
 import type { PostResult } from './http-transport.js';
 import type { WebhookClient } from './webhook-client.js';
+import type { CreditAlertsPort } from '../storage/credit-alerts.js';
 import type { WebhookStore } from './webhook-store.js';
 
 /**
@@ -46,6 +47,8 @@ export interface SenderOptions {
   /** Of `concurrency`, at most this many of one account. */
   inFlightPerAccount?: number;
   maxPendingPerAccount?: number;
+  /** Least time between two credit-alert sweeps of this sender; unset: CREDIT_SWEEP_MS. */
+  creditSweepMs?: number;
   backoffMs?: readonly number[];
   /** Counts each attempt's outcome in `sluice_webhook_deliveries_total`. */
   metrics?: Pick<Metrics, 'webhookDeliveries'>;
@@ -57,7 +60,16 @@ export interface SenderDeps {
   client: WebhookClient;
   clock: Clock;
   log: Logger;
+  /** Swept before each relay, at most every CREDIT_SWEEP_MS, so that a crossing's event goes out with the next relay. */
+  creditAlerts?: CreditAlertsPort | undefined;
 }
+
+/**
+ * How often a sender looks for accounts whose available credits fell below their alert threshold.
+ * Charges happen in many places (lookups, job checkpoints, monitor runs); a sweep here sees them
+ * all, whichever process made them, at the cost of up to this delay.
+ */
+export const CREDIT_SWEEP_MS = 1_000;
 
 /** Where an attempt leaves its delivery: done, failed for good, or pending until a later time. */
 export function afterAttempt(result: PostResult, attemptsMade: number, now: number, backoffMs: readonly number[] = RETRY_POLICY.backoffMs): Pick<AttemptRecord, 'status' | 'nextAttemptAt'> {
@@ -88,6 +100,7 @@ export class WebhookSender {
   private readonly concurrency: number;
   /** Attempts started and not yet recorded. */
   private readonly inFlight = new Set<Promise<void>>();
+  private lastCreditSweep = -Infinity;
 
   constructor(
     private readonly deps: SenderDeps,
@@ -139,6 +152,10 @@ export class WebhookSender {
     const free = this.concurrency - this.inFlight.size;
     if (free <= 0) return [];
     const { deliveries, clock } = this.deps;
+    if (this.deps.creditAlerts && clock.now() - this.lastCreditSweep >= (this.options.creditSweepMs ?? CREDIT_SWEEP_MS)) {
+      this.lastCreditSweep = clock.now();
+      await this.deps.creditAlerts.sweep(clock.now());
+    }
     while ((await deliveries.relayOutbox(clock.now(), undefined, this.options.maxPendingPerAccount ?? DELIVERY_LIMITS.pendingPerAccount)) > 0);
     const perAccount = this.options.inFlightPerAccount ?? DELIVERY_LIMITS.inFlightPerAccount;
     const due = await deliveries.claimDue(this.id, clock.now(), this.claimMs, free, perAccount);

@@ -3,6 +3,8 @@ import { webhookKeyName, type ShreddingSealer } from '../auth/data-keys.js';
 import type { WebhookRow } from '../storage/records.js';
 import type { WebhooksPort } from '../storage/store.js';
 import { newSigningSecret } from './sign.js';
+import { API_KEY_CREATED } from '../auth/key-events.js';
+import { CREDITS_LOW } from '../storage/credit-alerts.js';
 
 /** Events an account can subscribe to; `test` is only ever sent by the test endpoint. */
 export const WEBHOOK_EVENTS = {
@@ -11,6 +13,8 @@ export const WEBHOOK_EVENTS = {
   lookupCompleted: 'lookup.completed',
   monitorRunCompleted: 'monitor.run.completed',
   monitorAlertHighValue: 'monitor.alert.high_value',
+  apiKeyCreated: API_KEY_CREATED,
+  creditsLow: CREDITS_LOW,
 } as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[keyof typeof WEBHOOK_EVENTS];
 export const TEST_EVENT = 'test';

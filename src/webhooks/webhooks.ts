@@ -1,6 +1,7 @@
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import type { DeliveriesPort } from '../storage/store.js';
+import type { CreditAlertsPort } from '../storage/credit-alerts.js';
 import type { AddressPolicy } from './address-policy.js';
 import type { WebhookClient } from './webhook-client.js';
 import { WebhookSender, type SenderOptions } from './webhook-sender.js';
@@ -14,6 +15,8 @@ export interface Webhooks {
   /** The address rules applied to webhook URLs, at creation and on every connection. */
   readonly policy: AddressPolicy;
   readonly attemptTimeoutMs: number;
+  /** Swept by every sender for credit crossings (`credits.low`); unset: no credit alerts are sent. */
+  readonly creditAlerts?: CreditAlertsPort | undefined;
 }
 
 /** A sender over an engine's webhooks, for the processes that deliver (`serve`, `worker`, the demo). */
@@ -21,10 +24,10 @@ export function webhookSender(
   webhooks: Webhooks,
   clock: Clock,
   log: Logger,
-  options: Pick<SenderOptions, 'pollMs' | 'backoffMs' | 'concurrency' | 'inFlightPerAccount' | 'maxPendingPerAccount' | 'metrics'>,
+  options: Pick<SenderOptions, 'pollMs' | 'backoffMs' | 'concurrency' | 'inFlightPerAccount' | 'maxPendingPerAccount' | 'metrics' | 'creditSweepMs'>,
 ): WebhookSender {
   return new WebhookSender(
-    { webhooks: webhooks.store, deliveries: webhooks.deliveries, client: webhooks.client, clock, log: log.child({ component: 'webhooks' }) },
+    { webhooks: webhooks.store, deliveries: webhooks.deliveries, client: webhooks.client, clock, log: log.child({ component: 'webhooks' }), creditAlerts: webhooks.creditAlerts },
     { ...options, attemptTimeoutMs: webhooks.attemptTimeoutMs },
   );
 }

@@ -31,6 +31,8 @@ export const CORPUS: CorpusStep[] = [
   { name: 'log in', method: 'POST', path: '/api/auth/login', as: 'none', json: { email: '{email}', password: '{password}' }, status: 200, capture: { session: 'token' } },
   { name: 'a key from the session', method: 'POST', path: '/api/keys', as: 'session', json: { name: 'from a session' }, status: 200 },
   { name: 'the account', method: 'GET', path: '/api/account', status: 200 },
+  { name: 'set a credit alert', method: 'PUT', path: '/api/account/credit-alert', json: { threshold: 500 }, status: 200 },
+  { name: 'the credit alert', method: 'GET', path: '/api/account/credit-alert', status: 200 },
   { name: 'a tech key', method: 'POST', path: '/api/account/keys', json: { name: 'ci', role: 'tech' }, status: 200, capture: { techKey: 'id' } },
   { name: 'the keys', method: 'GET', path: '/api/account/keys', status: 200 },
   { name: 'reveal the new key', method: 'GET', path: '/api/account/keys/reveal', query: { id: '{techKey}' }, status: 200 },

@@ -29,6 +29,8 @@ const OPERATIONS = [
   'POST /api/jobs/{id}/retry-failed',
   'POST /api/jobs/{id}/resume',
   'GET /api/account',
+  'GET /api/account/credit-alert',
+  'PUT /api/account/credit-alert',
   'POST /api/email/gender',
   'POST /api/lookup/email/gender',
   'POST /api/lookup/email/breaches',

@@ -119,7 +119,7 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
     summary: 'Create an API key',
     requestBody: jsonBody(object(['name'], { name: { type: 'string', maxLength: 200 }, role: { type: 'string', enum: ['admin', 'tech', 'readonly'] } })),
     ok: { 200: { description: 'The new key, whose secret is shown this once', content: json({ allOf: [ref('ApiKey'), object(['key'], { key: str })] }) } },
-    errors: { 400: 'Name is required', 403: 'A readonly key, or a non-admin key asking for an admin key', 409: 'too_many_keys: the account has as many keys that are not revoked as it may; revoke one first', 422: 'name or role invalid' },
+    errors: { 400: 'Name is required', 403: 'A readonly key, or a non-admin key asking for an admin key', 409: 'too_many_keys: the account holds as many keys that are not revoked as its api_keys quota allows', 422: 'name or role invalid' },
   },
   'GET /api/account/keys': {
     operationId: 'listKeys',
@@ -147,7 +147,7 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
     errors: {
       402: 'insufficient_credits: nothing available to spend',
       403: 'A readonly key',
-      409: 'idempotency_in_flight: a request with this Idempotency-Key is still in progress',
+      409: 'idempotency_in_flight: a request with this Idempotency-Key is still in progress; quota_exceeded: the file would take the account past its stored_bytes quota (it is not kept)',
       413: 'The file is larger than allowed',
       415: 'Not a multipart/form-data body',
       422: `A field is invalid (type must be among ${LOOKUP_TYPES}), the file is missing or not a readable CSV, or the Idempotency-Key was used with another request`,
@@ -206,6 +206,8 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
     errors: { 402: 'insufficient_credits: paused out of credits and the account still has none; top up first', 403: 'A readonly key' },
   },
   'GET /api/account': { operationId: 'getAccount', summary: 'The account\'s balance, reservations and rate limit' },
+  'GET /api/account/credit-alert': { operationId: 'getCreditAlert', summary: 'The account\'s credit alert threshold' },
+  'PUT /api/account/credit-alert': { operationId: 'setCreditAlert', summary: 'Set or remove the account\'s credit alert threshold', errors: { 403: 'A readonly key', 422: 'threshold is not a whole number from 1, nor null' } },
   'POST /api/email/gender': {
     operationId: 'lookupGenderLegacy',
     summary: 'Gender of an email address\'s first name (older path)',

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth } from '../authenticate.js';
+import { apiQuotas, QUOTAS_SCHEMA, quotasView } from '../quotas.js';
 
 const ACCOUNT_RESPONSE = {
   description: "The caller's account: its balance, what running jobs hold of it, and its rate limit",
   type: 'object',
-  required: ['id', 'status', 'credits', 'reserved', 'available', 'rate_limit'],
+  required: ['id', 'status', 'credits', 'reserved', 'available', 'rate_limit', 'quotas'],
   properties: {
     id: { type: 'string' },
     status: { type: 'string', enum: ['active', 'suspended'] },
@@ -21,12 +22,14 @@ const ACCOUNT_RESPONSE = {
         reset_at: { type: 'integer', description: 'Unix seconds when a request slot frees up (X-RateLimit-Reset)' },
       },
     },
+    quotas: QUOTAS_SCHEMA,
   },
 } as const;
 
 /** Self-service: what an API customer would otherwise have to ask an operator for. Any role may read it. */
 export async function accountRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   app.addHook('onRequest', keyAuth(deps));
+  const quotas = apiQuotas(deps);
 
   app.get('/api/account', { schema: { tags: ['account'], description: ACCOUNT_RESPONSE.description, response: { 200: ACCOUNT_RESPONSE } } }, async (request, reply) => {
     const accountId = request.caller!.accountId;
@@ -48,6 +51,7 @@ export async function accountRoutes(app: FastifyInstance, deps: ApiDeps): Promis
         remaining: Number(reply.getHeader('X-RateLimit-Remaining')),
         reset_at: Number(reply.getHeader('X-RateLimit-Reset')),
       },
+      quotas: await quotasView(quotas, accountId),
     };
   });
 }

@@ -6,6 +6,8 @@ import { ERROR_CODES } from '../../shared/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
+import { DEFAULT_QUOTAS } from '../../jobs/account-quotas.js';
+import { apiQuotas } from '../quotas.js';
 import { requestAudit } from './audit-routes.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -39,14 +41,15 @@ export function keyName(body: unknown): string {
   return name.trim();
 }
 
-/** API keys an account may hold that are not revoked (disabled ones count): bounds what a leaked key can mint. */
-export const MAX_KEYS_PER_ACCOUNT = 50;
+/** API keys an account may hold that are not revoked (disabled ones count) by default: bounds what a leaked key can mint. SLUICE_QUOTA_API_KEYS sets it. */
+export const MAX_KEYS_PER_ACCOUNT = DEFAULT_QUOTAS.apiKeys;
 
 /** Spec 4.1: the account's keys, managed with an API key. Secrets are never listed. */
 export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   // onRequest: the key is checked (and the request counted) before the body is even read.
   app.addHook('onRequest', keyAuth(deps));
   const audit = requestAudit(deps);
+  const quotas = apiQuotas(deps);
 
   // Sealed copies must not outlive their reveal window in the database (a backup of the data dir
   // would give them up with the seal key): swept at start and every SEAL_SWEEP_MS while serving,
@@ -77,10 +80,13 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       }
       const role = (rawRole as Role | undefined) ?? caller.key.role;
       if (role === 'admin' && caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
-      // Checked before the insert: two creates racing for the last place can both pass, by one key.
-      const live = (await deps.keys.list(caller.accountId)).filter((k) => k.revokedAt === null).length;
-      if (live >= MAX_KEYS_PER_ACCOUNT) {
-        throw httpError(409, ERROR_CODES.tooManyKeys, `An account may have at most ${MAX_KEYS_PER_ACCOUNT} API keys that are not revoked; revoke one first`, { limit: MAX_KEYS_PER_ACCOUNT });
+      // The api_keys quota (SLUICE_QUOTA_API_KEYS), counted from the store like the others but
+      // answered with its own older code. Checked before the insert: two creates racing for the
+      // last place can both pass, by one key.
+      const limit = quotas.limits.apiKeys;
+      const live = (await quotas.usage(caller.accountId)).apiKeys;
+      if (live >= limit) {
+        throw httpError(409, ERROR_CODES.tooManyKeys, `An account may have at most ${limit} API keys that are not revoked; revoke one first`, { limit, quota: 'api_keys', used: live });
       }
       const { key, secret } = await deps.keys.create({ accountId: caller.accountId, name, role, now: deps.engine.clock.now() });
       await audit(request, AUDIT_ACTIONS.keyCreated, key.id);

@@ -39,7 +39,12 @@ export async function listRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
           `JSON \`{name, type, targets, default_country}\`, or a multipart form: \`name\`, \`type\`, optional \`column\`, \`default_country\`, \`country_column\`, \`delimiter\`, \`encoding\`, then \`file\` (a CSV of up to ${MAX_TARGETS} targets, read as the bulk job of the type reads its input). ` +
           'Targets are normalised per type (emails lower-cased, phone numbers to E.164, company names and domains to their keys); invalid ones are counted by code and the first 20 shown, never added. A file a bulk job would refuse is 422 with that job\'s code (no_key_column, too_many_rows, malformed_csv, ...), and leaves no list.',
         body: { content: { 'application/json': { schema: listJsonBody } } },
-        response: { 201: createdSchema, ...errorResponses, 413: { description: 'The file is larger than allowed, or holds more targets than a list may', ...errorSchema } },
+        response: {
+          201: createdSchema,
+          ...errorResponses,
+          409: { description: 'quota_exceeded: the account holds as many lists, or as many targets, as its quotas allow (GET /api/account shows them); no list is made', ...errorSchema },
+          413: { description: 'The file is larger than allowed, or holds more targets than a list may', ...errorSchema },
+        },
       },
     },
     async (request, reply) => {

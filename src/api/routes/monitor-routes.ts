@@ -47,7 +47,7 @@ const targetsOutcomeSchema = {
   },
 } as const;
 
-const conflict = { 409: { description: 'invalid_state: a list still importing, or a paused monitor run by hand; run_in_progress: a run of the monitor is queued or running', ...errorSchema } };
+const conflict = { 409: { description: 'invalid_state: a list still importing, or a paused monitor run by hand; run_in_progress: a run of the monitor is queued or running; quota_exceeded: the account holds as many monitors, or targets, as its quotas allow (GET /api/account shows them), and nothing is added', ...errorSchema } };
 const tooMany = { 413: { description: 'too_many_targets: a monitor holds at most 1,000,000 targets', ...errorSchema } };
 
 /** `default_country` checked as the bulk upload checks it. */

@@ -11,6 +11,7 @@ import { AppError, ERROR_CODES, isAppError, systemCodeOf } from '../../shared/er
 import type { JobOptions, JobRecord } from '../../storage/job-records.js';
 import type { IdempotencyClaim } from '../../storage/records.js';
 import type { ApiDeps } from '../api-deps.js';
+import { apiQuotas } from '../quotas.js';
 import { httpError } from '../errors.js';
 
 const FIELDS = [
@@ -38,7 +39,7 @@ interface Received {
   lookups: string[];
   fileName: string | null;
   fileSha256: string | null;
-  staged: { jobId: string; inputKey: string } | null;
+  staged: { jobId: string; inputKey: string; size: number } | null;
   /** A dry run's figures, read from the file as it streamed past (never stored). */
   estimate: DryRunEstimate | null;
 }
@@ -87,6 +88,7 @@ async function receive(
   let claim = { state: 'new' } as IdempotencyClaim;
   let claimed = false;
   const received: Received = { fields: {}, lookups: [], fileName: null, fileSha256: null, staged: null, estimate: null };
+  const quotas = apiQuotas(deps);
   const dryRun = (): boolean => dryRunAllowed && (dryRunAsked || dryRunField(received.fields.dry_run));
 
   // Decided when the file starts rather than before the body is read, so that a `dry_run` field is
@@ -104,6 +106,9 @@ async function receive(
     if (claim.state === 'new' && (await deps.engine.billing.requireAccount(accountId)).credits <= 0) {
       throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
     }
+    // An account at its stored-bytes quota is refused before a byte is stored; one under it is
+    // checked again with the file's size once it has streamed past (below).
+    if (claim.state === 'new') await quotas.require(accountId, 'storedBytes', 1);
     return claim.state === 'new' ? 'store' : 'hash';
   };
 
@@ -136,9 +141,12 @@ async function receive(
       }
       return { job: await deps.jobService.get(claim.jobId) };
     }
+    // The file is stored by now: past the quota, the catch below removes it again.
+    await quotas.require(accountId, 'storedBytes', received.staged!.size);
     const job = await deps.jobService.create({
       jobId: received.staged!.jobId,
       inputKey: received.staged!.inputKey,
+      inputBytes: received.staged!.size,
       accountId,
       type: asked.type,
       inputName: received.fileName,

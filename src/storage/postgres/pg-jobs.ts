@@ -25,9 +25,9 @@ export class PgJobs implements JobsPort {
 
   async create(input: NewJob): Promise<JobRecord> {
     const { rows } = await this.db.query<JobRow>(
-      `INSERT INTO jobs (id, account_id, type, status, phase, input_key, input_name, options, created_at, updated_at)
-       VALUES ($1, $2, $3, 'queued', 'split', $4, $5, $6, $7, $7) RETURNING ${JOB_COLUMNS}`,
-      [input.id, input.accountId, input.type, input.inputKey, input.inputName, JSON.stringify(input.options), input.now],
+      `INSERT INTO jobs (id, account_id, type, status, phase, input_key, input_name, options, created_at, updated_at, input_bytes)
+       VALUES ($1, $2, $3, 'queued', 'split', $4, $5, $6, $7, $7, $8) RETURNING ${JOB_COLUMNS}`,
+      [input.id, input.accountId, input.type, input.inputKey, input.inputName, JSON.stringify(input.options), input.now, input.inputBytes ?? 0],
     );
     return toJob(rows[0]!);
   }

@@ -1,6 +1,8 @@
 import type { ApiKeyRow } from '../records.js';
 import type { KeysPort } from '../store.js';
 import type { PgDatabase } from './pg-database.js';
+import type { OutboxEvent } from '../records.js';
+import { addToOutbox, subscribed } from './pg-core-outbox.js';
 
 const COLUMNS = `k.id, k.account_id AS "accountId", k.name, k.key_prefix AS "keyPrefix", k.role, k.is_active AS "isActive",
   k.revoked_at AS "revokedAt", k.created_at AS "createdAt", k.key_hash AS "keyHash", k.sealed, k.reveal_until AS "revealUntil"`;
@@ -9,12 +11,16 @@ const COLUMNS = `k.id, k.account_id AS "accountId", k.name, k.key_prefix AS "key
 export class PgKeys implements KeysPort {
   constructor(private readonly db: PgDatabase) {}
 
-  async insert(row: Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt'> & { now: number }): Promise<void> {
-    await this.db.query(
-      `INSERT INTO api_keys (id, account_id, name, key_hash, key_prefix, role, sealed, reveal_until, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [row.id, row.accountId, row.name, row.keyHash, row.keyPrefix, row.role, row.sealed, row.revealUntil, row.now],
-    );
+  async insert(row: Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt'> & { now: number; event?: OutboxEvent | undefined }): Promise<void> {
+    const event = row.event;
+    await this.db.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO api_keys (id, account_id, name, key_hash, key_prefix, role, sealed, reveal_until, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [row.id, row.accountId, row.name, row.keyHash, row.keyPrefix, row.role, row.sealed, row.revealUntil, row.now],
+      );
+      if (event && (await subscribed(tx, event.accountId, event.event))) await addToOutbox(tx, event, row.now);
+    });
   }
 
   async byHash(keyHash: string): Promise<(ApiKeyRow & { accountStatus: string | null }) | undefined> {

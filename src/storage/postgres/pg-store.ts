@@ -14,6 +14,8 @@ import { PgIdempotency } from './pg-idempotency.js';
 import { PgJobs } from './pg-jobs.js';
 import { PgKeys } from './pg-keys.js';
 import { PgLimits } from './pg-limits.js';
+import { PgQuotaUsage } from './pg-quota-usage.js';
+import { PgCreditAlerts } from './pg-credit-alerts.js';
 import { PgMonitors } from './pg-monitors.js';
 import { PgMonitorRuns } from './pg-monitor-runs.js';
 import { PgWorkflows } from './pg-workflows.js';
@@ -54,6 +56,8 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     emailBreaches: new PgEmailBreaches(db),
     companies: new PgCompanies(db),
     limits: new PgLimits(db),
+    quotaUsage: new PgQuotaUsage(db),
+    creditAlerts: new PgCreditAlerts(db),
     audit: new PgAudit(db),
     retention: new PgRetention(db),
     monitors: new PgMonitors(db),

@@ -50,8 +50,8 @@ export class SqliteJobs implements JobsPort {
   ) {
     this.s = {
       insertJob: db.prepare(
-        `INSERT INTO jobs (id, account_id, type, status, phase, input_key, input_name, options, created_at, updated_at)
-         VALUES (@id, @accountId, @type, 'queued', 'split', @inputKey, @inputName, @options, @now, @now)`,
+        `INSERT INTO jobs (id, account_id, type, status, phase, input_key, input_name, options, created_at, updated_at, input_bytes)
+         VALUES (@id, @accountId, @type, 'queued', 'split', @inputKey, @inputName, @options, @now, @now, @inputBytes)`,
       ),
       job: db.prepare(`SELECT ${JOB_COLUMNS}, ${WORK_COLUMN} FROM jobs WHERE id = ?`),
       listAll: db.prepare(`SELECT ${JOB_COLUMNS}, ${WORK_COLUMN} FROM jobs WHERE (@accountId IS NULL OR account_id = @accountId) AND (@status IS NULL OR status = @status) ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`),
@@ -184,7 +184,7 @@ export class SqliteJobs implements JobsPort {
   }
 
   async create(input: NewJob): Promise<JobRecord> {
-    this.s.insertJob.run({ ...input, options: JSON.stringify(input.options) });
+    this.s.insertJob.run({ ...input, options: JSON.stringify(input.options), inputBytes: input.inputBytes ?? 0 });
     return this.requireSync(input.id);
   }
 

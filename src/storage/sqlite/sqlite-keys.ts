@@ -1,6 +1,8 @@
 import type { ApiKeyRow } from '../records.js';
 import type { KeysPort } from '../store.js';
 import type { Db } from './open-database.js';
+import type { OutboxEvent } from '../records.js';
+import { SqliteOutbox } from './sqlite-outbox.js';
 
 type Row = Omit<ApiKeyRow, 'isActive'> & { isActive: number };
 
@@ -10,8 +12,10 @@ const COLUMNS = `id, account_id AS accountId, name, key_prefix AS keyPrefix, rol
 /** API key rows. Each method is one statement, atomic on its own. */
 export class SqliteKeys implements KeysPort {
   private readonly s;
+  private readonly outbox: SqliteOutbox;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
+    this.outbox = new SqliteOutbox(db);
     this.s = {
       insert: db.prepare(
         `INSERT INTO api_keys (id, account_id, name, key_hash, key_prefix, role, sealed, reveal_until, created_at)
@@ -27,9 +31,12 @@ export class SqliteKeys implements KeysPort {
     };
   }
 
-  async insert(row: Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt'> & { now: number }): Promise<void> {
-    const { id, accountId, name, keyHash, keyPrefix, role, sealed, revealUntil, now } = row;
-    this.s.insert.run({ id, accountId, name, keyHash, keyPrefix, role, sealed, revealUntil, now });
+  async insert(row: Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt'> & { now: number; event?: OutboxEvent | undefined }): Promise<void> {
+    const { id, accountId, name, keyHash, keyPrefix, role, sealed, revealUntil, now, event } = row;
+    this.db.transaction(() => {
+      this.s.insert.run({ id, accountId, name, keyHash, keyPrefix, role, sealed, revealUntil, now });
+      if (event) this.outbox.addIfSubscribed(event, now);
+    })();
   }
 
   async byHash(keyHash: string): Promise<(ApiKeyRow & { accountStatus: string | null }) | undefined> {
