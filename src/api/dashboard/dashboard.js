@@ -5,6 +5,8 @@
 // customers (file names, webhook URLs, response bodies), so the DOM is built with createElement and
 // textContent only: no innerHTML, so no value can become markup.
 
+import { canResume, reasonInWords } from './job-reasons.js';
+
 const KEY_ITEM = 'sluice.apiKey';
 const POLL_MS = 2000;
 const JOB_PAGE = 50;
@@ -30,6 +32,7 @@ const ACTIVE = new Set(['queued', 'running', 'paused']);
  * @property {string | null} [started_at]
  * @property {string | null} [finished_at]
  * @property {unknown} [downloads]
+ * @property {string | null} [deleted_at]
  */
 /**
  * @typedef {object} WebhookView
@@ -81,7 +84,12 @@ const state = {
   timer: undefined,
   /** @type {Map<string, Sample>} */
   samples: new Map(),
+  /** The account's available credits at the last refresh: whether a job paused for credits can go on. */
+  available: 0,
 };
+
+/** Statuses whose rows done so far can be downloaded, marked partial (GET /api/jobs/{id}/download?partial=true). */
+const PARTIAL = new Set(['running', 'paused', 'cancelled', 'failed']);
 
 /** The key lives in this tab's sessionStorage only: never in a URL, a cookie or localStorage. */
 const key = {
@@ -203,7 +211,42 @@ function speed(job) {
 /** @param {JobView} job */
 function statusCell(job) {
   const text = job.stalled === true ? `${job.status} (stalled)` : job.status;
-  return el('span', text, `status status-${job.status}`);
+  const cell = el('span', text, `status status-${job.status}`);
+  // A deleted job keeps its record, not its files: marked, so nobody reaches for a download.
+  if (job.deleted_at) cell.append(' ', el('span', 'deleted', 'deleted'));
+  return cell;
+}
+
+/**
+ * A row that takes focus and opens with Enter or Space, as with a click (issue 33: every row
+ * reachable and operable from the keyboard).
+ * @param {HTMLTableRowElement} tr
+ * @param {string} label
+ * @param {() => void} open
+ */
+function operable(tr, label, open) {
+  tr.tabIndex = 0;
+  tr.setAttribute('aria-label', label);
+  tr.addEventListener('click', open);
+  tr.addEventListener('keydown', (event) => {
+    if (event.key !== 'Enter' && event.key !== ' ') return;
+    event.preventDefault();
+    open();
+  });
+}
+
+/**
+ * Re-rendering replaces the rows; the row that had focus gets it back, so polling never throws the
+ * keyboard user back to the top of the page.
+ * @param {HTMLElement} body
+ * @param {() => void} render
+ */
+function keepingFocus(body, render) {
+  const focused = document.activeElement instanceof HTMLElement && body.contains(document.activeElement) ? document.activeElement.dataset.id : undefined;
+  render();
+  if (focused === undefined) return;
+  const again = /** @type {HTMLElement | null} */ (body.querySelector(`tr[data-id="${CSS.escape(focused)}"]`));
+  again?.focus();
 }
 
 /** @param {JobView} job */
@@ -217,6 +260,11 @@ function progressCell(job) {
 }
 
 function renderJobs() {
+  keepingFocus($('job-rows'), renderJobRows);
+  renderDetail();
+}
+
+function renderJobRows() {
   const body = $('job-rows');
   body.replaceChildren();
   /** @type {Map<string, number>} */
@@ -239,8 +287,9 @@ function renderJobs() {
     ]);
     tr.dataset.id = job.id;
     tr.dataset.status = job.status;
+    if (job.deleted_at) tr.dataset.deleted = 'true';
     if (job.id === state.selectedJob) tr.className = 'selected';
-    tr.addEventListener('click', () => {
+    operable(tr, `Job ${job.input_name ?? job.id}, ${job.status}${job.deleted_at ? ', deleted' : ''}`, () => {
       state.selectedJob = job.id;
       renderJobs();
     });
@@ -248,7 +297,6 @@ function renderJobs() {
   }
   $('no-jobs').hidden = state.jobs.length > 0;
   $('job-counts').textContent = [...byStatus].map(([status, n]) => `${status} ${n}`).join(' · ');
-  renderDetail();
 }
 
 function renderDetail() {
@@ -263,7 +311,7 @@ function renderDetail() {
     ['File', job.input_name],
     ['Type', job.type],
     ['Status', job.stalled === true ? `${job.status} (stalled)` : job.status],
-    ['Reason', job.reason],
+    ['Deleted', job.deleted_at ? `${when(job.deleted_at)}: its files are gone` : null],
     ['Failure', job.error_message],
     ['Total rows', number(job.rows.total)],
     ['Processed', number(job.rows.processed)],
@@ -286,10 +334,16 @@ function renderDetail() {
     item.append(el('dt', label), el('dd', value));
     list.append(item);
   }
-  for (const button of buttons(section, '[data-download]')) button.disabled = !job.downloads;
+  $('detail-reason').textContent = job.deleted_at ? '' : reasonInWords(job, state.available);
+  // Finished: the file; running, paused, cancelled or failed: the rows done so far, marked partial.
+  const partial = job.status !== 'completed' && PARTIAL.has(job.status);
+  for (const button of buttons(section, '[data-download]')) {
+    button.disabled = Boolean(job.deleted_at) || !(job.downloads || partial);
+    button.textContent = `Download ${partial ? 'partial ' : ''}${button.dataset.download === 'all' ? 'all' : button.dataset.download}`;
+  }
   /** @type {Record<string, boolean>} */
   const enabled = {
-    resume: job.status === 'paused' || job.status === 'failed',
+    resume: !job.deleted_at && canResume(job, state.available),
     cancel: ACTIVE.has(job.status),
     'retry-failed': (job.status === 'completed' || job.status === 'failed') && job.rows.error > 0,
   };
@@ -304,9 +358,9 @@ function renderWebhooks(webhooks) {
     const tr = row([hook.url ?? hook.telegram_chat_id ?? hook.kind, (hook.events ?? []).join(', '), hook.is_active ? 'yes' : 'no', when(hook.created_at)]);
     tr.dataset.id = hook.id;
     if (hook.id === state.selectedWebhook) tr.className = 'selected';
-    tr.addEventListener('click', () => {
+    operable(tr, `Webhook ${hook.url ?? hook.telegram_chat_id ?? hook.kind}`, () => {
       state.selectedWebhook = hook.id;
-      renderWebhooks(webhooks);
+      keepingFocus(body, () => renderWebhooks(webhooks));
       void loadDeliveries();
     });
     body.append(tr);
@@ -342,6 +396,7 @@ async function refresh() {
   $('credits').textContent = number(account.credits);
   $('reserved').textContent = number(account.reserved);
   $('available').textContent = number(account.available);
+  state.available = account.available;
   state.jobs = jobs.jobs;
   renderJobs();
 }
@@ -366,7 +421,7 @@ async function signIn() {
     return;
   }
   notify('');
-  $('sign-in').hidden = true;
+  $('sign-in-page').hidden = true;
   $('signed-in').hidden = false;
   $('sign-out').hidden = false;
   state.timer = window.setTimeout(poll, POLL_MS);
@@ -381,7 +436,7 @@ function signOut(message = '') {
   for (const id of ['job-rows', 'webhook-rows', 'delivery-rows', 'detail-fields']) $(id).replaceChildren();
   $('signed-in').hidden = true;
   $('sign-out').hidden = true;
-  $('sign-in').hidden = false;
+  $('sign-in-page').hidden = false;
   input('api-key').value = '';
   notify(message, message !== '');
 }
@@ -390,10 +445,37 @@ function signOut(message = '') {
 /** @param {string} filter */
 async function download(filter) {
   const id = state.selectedJob ?? '';
+  const job = state.jobs.find((j) => j.id === id);
+  if (job && job.status !== 'completed' && PARTIAL.has(job.status)) return downloadPartial(id, filter);
   /** @type {{ download_url: string }} */
   const answer = await api('GET', `/api/jobs/${encodeURIComponent(id)}/download?filter=${filter}&format=json`);
   // The presigned URL answers with Content-Disposition: attachment, so this page stays where it is.
   window.location.assign(answer.download_url);
+}
+
+/**
+ * An unfinished job's rows so far come as the CSV itself (no presigned URL), so it is fetched with
+ * the key in the Authorization header and saved from a blob: the key still never goes in a URL.
+ * @param {string} id
+ * @param {string} filter
+ */
+async function downloadPartial(id, filter) {
+  const response = await fetch(`/api/jobs/${encodeURIComponent(id)}/download?filter=${filter}&partial=true`, {
+    headers: { authorization: `Bearer ${key.get()}` },
+    cache: 'no-store',
+    credentials: 'omit',
+  });
+  if (!response.ok) throw new ApiError(response.status, `HTTP ${response.status}`);
+  const name = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? `${id}-${filter}.partial.csv`;
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  notify(`Downloaded ${response.headers.get('x-sluice-rows-included') ?? 'the'} of ${response.headers.get('x-sluice-rows-total') ?? '?'} rows done so far (${name}).`);
 }
 
 /** @param {string} action */
