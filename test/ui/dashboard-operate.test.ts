@@ -168,6 +168,55 @@ describe.skipIf(SKIP)('operating the dashboard from the keyboard, accessibly, in
     await context.close();
   }, 120_000);
 
+  it('starts a job from a file: columns offered, the estimate shown before paying, followed to the end and downloaded; a file without a usable key column explained', async () => {
+    const account = await newAccount(h, { credits: 1_000 });
+    const context = await browser!.newContext({ acceptDownloads: true, bypassCSP: true, viewport: { width: 1280, height: 1000 } });
+    const page = await context.newPage();
+    await signIn(page, account);
+    const before = (await h.engine.deps.billing.requireAccount(account.id)).credits;
+
+    // Two columns: the page offers both; the email column is chosen, the id column would not do.
+    const csv = `id;email\n${Array.from({ length: 12 }, (_, i) => `${i};${i % 2 === 0 ? 'maria.rossi' : 'john.smith'}@example.com`).join('\n')}\n`;
+    await page.setInputFiles('#job-file', { name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+    await expect.poll(() => page.locator('#job-column option').allTextContents(), { timeout: WAIT_MS }).toEqual(['Detect automatically', 'id', 'email']);
+    await page.selectOption('#job-type', 'gender');
+    await page.selectOption('#job-column', 'email');
+    expect(await page.locator('#job-start').isDisabled()).toBe(true);
+    await page.click('#job-estimate');
+    await page.locator('#estimate', { hasText: 'costs at most' }).waitFor({ timeout: WAIT_MS });
+    const words = (await page.textContent('#estimate'))!;
+    expect(words).toContain('12 rows: 12 valid');
+    expect(words).toContain('10 duplicates');
+    expect(words).toContain('costs at most 2 credits; 1,000 are available');
+    expect(await page.textContent('#job-start')).toBe('Start job (up to 2 credits)');
+    // The estimate charged nothing and made no job.
+    expect((await h.engine.deps.billing.requireAccount(account.id)).credits).toBe(before);
+    expect(await page.locator('#job-rows tr').count()).toBe(0);
+    await page.screenshot({ path: path.join(shots, '5-estimate.png'), fullPage: true });
+
+    await page.click('#job-start');
+    await page.locator('#job-detail[data-status="completed"]').waitFor({ timeout: WAIT_MS });
+    const id = (await page.textContent('#detail-id'))!;
+    expect(await page.locator('#job-rows tr').count()).toBe(1);
+    expect((await h.engine.deps.billing.requireAccount(account.id)).credits).toBe(before - 2);
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT_MS }), page.click('#job-detail [data-download="all"]')]);
+    const direct = await fetch(`${baseUrl}/api/jobs/${id}/download?filter=all`, { headers: bearer(account.key) });
+    expect(fs.readFileSync((await download.path())!).equals(Buffer.from(await direct.arrayBuffer()))).toBe(true);
+    await page.screenshot({ path: path.join(shots, '6-started-and-completed.png'), fullPage: true });
+
+    // A file whose only column holds no email addresses: said in words, and the column choice gets focus.
+    await page.setInputFiles('#job-file', { name: 'codes.csv', mimeType: 'text/csv', buffer: Buffer.from('code\n123\n456\n') });
+    await page.selectOption('#job-type', 'email_breaches');
+    await page.click('#job-estimate');
+    await page.locator('#estimate.error').waitFor({ timeout: WAIT_MS });
+    expect(await page.textContent('#estimate')).toContain('Choose the key column above');
+    expect(await page.evaluate('document.activeElement.id')).toBe('job-column');
+    expect(await page.locator('#job-start').isDisabled()).toBe(true);
+    expect(await violations(page)).toEqual([]);
+    await page.screenshot({ path: path.join(shots, '7-no-key-column.png'), fullPage: true });
+    await context.close();
+  }, 120_000);
+
   it('a job paused for credits is explained in words with what to do, and resume is not offered while none are available', async () => {
     const poor = await newAccount(h, { credits: 20 });
     const paused = await upload(poor, 'too-big.csv', emails(60, 'poor'));

@@ -103,10 +103,12 @@ class ApiError extends Error {
   /**
    * @param {number} status
    * @param {string} message
+   * @param {string} [code] the API's stable error code, when it gave one
    */
-  constructor(status, message) {
+  constructor(status, message, code) {
     super(message);
     this.status = status;
+    this.code = code ?? '';
   }
 }
 
@@ -132,7 +134,7 @@ async function api(method, path) {
   } catch {
     body = null;
   }
-  if (!response.ok) throw new ApiError(response.status, (body && typeof body.error === 'string' && body.error) || `HTTP ${response.status}`);
+  if (!response.ok) throw new ApiError(response.status, (body && typeof body.error === 'string' && body.error) || `HTTP ${response.status}`, body?.code);
   return body;
 }
 
@@ -438,6 +440,8 @@ function signOut(message = '') {
   $('sign-out').hidden = true;
   $('sign-in-page').hidden = false;
   input('api-key').value = '';
+  input('job-file').value = '';
+  resetEstimate();
   notify(message, message !== '');
 }
 
@@ -507,5 +511,120 @@ for (const button of buttons(document, '[data-download]')) {
 for (const button of buttons(document, '[data-action]')) {
   button.addEventListener('click', () => act(button.dataset.action ?? '').catch((error) => notify(`${button.textContent} failed: ${error.message}`, true)));
 }
+
+/**
+ * What POST /api/jobs/bulk?dry_run=true answers: what the job would do and cost.
+ * @typedef {{ rows: number, valid: number, invalid: number, duplicates: number, repeats: number, credits_needed: number, available: number }} Estimate
+ */
+
+/** The form's values as the upload wants them: every field before the file (the API reads them first). */
+function jobForm() {
+  const form = new FormData();
+  form.append('type', /** @type {HTMLSelectElement} */ ($('job-type')).value);
+  const column = /** @type {HTMLSelectElement} */ ($('job-column')).value;
+  if (column !== '') form.append('column', column);
+  const country = input('job-country').value.trim().toUpperCase();
+  if (country !== '') form.append('default_country', country);
+  const file = input('job-file').files?.[0];
+  if (file) form.append('file', file, file.name);
+  return form;
+}
+
+/**
+ * @param {boolean} dryRun
+ * @returns {Promise<any>}
+ */
+async function sendJobForm(dryRun) {
+  const response = await fetch(`/api/jobs/bulk${dryRun ? '?dry_run=true' : ''}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key.get()}`, accept: 'application/json' },
+    body: jobForm(),
+    cache: 'no-store',
+    credentials: 'omit',
+  });
+  /** @type {any} */
+  const body = await response.json().catch(() => null);
+  if (!response.ok) throw new ApiError(response.status, (body && body.error) || `HTTP ${response.status}`, body?.code);
+  return body;
+}
+
+/**
+ * An upload refused, in words with the next step; the field to fix gets focus.
+ * @param {unknown} error
+ */
+function uploadRefused(error) {
+  const code = error instanceof ApiError ? error.code : '';
+  if (code === 'no_key_column' || code === 'column_not_found' || code === 'ambiguous_column') {
+    $('estimate').textContent = 'No column of this file could be used as the key column for this lookup. Choose the key column above, then estimate again.';
+    $('job-column').focus();
+  } else if (code === 'insufficient_credits') {
+    $('estimate').textContent = `Not enough credits to start it: ${messageOf(error)} Ask your Sluice operator to top up the account.`;
+  } else if (code === 'unknown_country') {
+    $('estimate').textContent = 'That default country is not known: give a two-letter country code such as DE, or leave it empty.';
+    $('job-country').focus();
+  } else {
+    $('estimate').textContent = `The file was refused: ${messageOf(error)}`;
+  }
+  $('estimate').className = 'error';
+}
+
+/** The estimate shown is for these values; changing any of them asks for a new one before paying. */
+function resetEstimate() {
+  /** @type {HTMLButtonElement} */ ($('job-start')).disabled = true;
+  $('job-start').textContent = 'Start job';
+  $('estimate').textContent = '';
+  $('estimate').className = '';
+}
+
+/** The file's header row, read here, offered as the key column's choices. */
+async function offerColumns() {
+  resetEstimate();
+  const select = /** @type {HTMLSelectElement} */ ($('job-column'));
+  select.replaceChildren(new Option('Detect automatically', ''));
+  const file = input('job-file').files?.[0];
+  if (!file) return;
+  const head = (await file.slice(0, 65_536).text()).replace(/^\uFEFF/, '').split(/\r?\n/)[0] ?? '';
+  const delimiter = [',', ';', '\t', '|'].reduce((best, d) => (head.split(d).length > head.split(best).length ? d : best), ',');
+  for (const name of head.split(delimiter).map((c) => c.trim().replace(/^"(.*)"$/, '$1')).filter((c) => c !== '')) select.append(new Option(name, name));
+}
+
+async function estimate() {
+  resetEstimate();
+  try {
+    /** @type {Estimate} */
+    const e = await sendJobForm(true);
+    const fits = e.credits_needed <= e.available;
+    $('estimate').textContent =
+      `${number(e.rows)} rows: ${number(e.valid)} valid, ${number(e.invalid)} invalid, ${number(e.duplicates)} duplicates and ${number(e.repeats)} already paid for (free). ` +
+      `It costs at most ${number(e.credits_needed)} credits; ${number(e.available)} are available.` +
+      (fits ? '' : ' That is not enough: ask your Sluice operator to top up the account, or the job will pause when the credits run out.');
+    const start = /** @type {HTMLButtonElement} */ ($('job-start'));
+    start.disabled = false;
+    start.textContent = `Start job (up to ${number(e.credits_needed)} credits)`;
+  } catch (error) {
+    uploadRefused(error);
+  }
+}
+
+async function startJob() {
+  try {
+    /** @type {JobView} */
+    const job = await sendJobForm(false);
+    resetEstimate();
+    notify(`Job started: ${job.input_name ?? job.id}.`);
+    state.selectedJob = job.id;
+    await refresh();
+  } catch (error) {
+    uploadRefused(error);
+  }
+}
+
+$('job-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  void estimate();
+});
+$('job-start').addEventListener('click', () => void startJob());
+$('job-file').addEventListener('change', () => void offerColumns());
+for (const id of ['job-type', 'job-column', 'job-country']) $(id).addEventListener('change', resetEstimate);
 
 if (key.get()) void signIn();
