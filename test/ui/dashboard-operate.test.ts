@@ -7,6 +7,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from '../../src/jobs/worker.js';
 import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
+import { driveRuns, emailTarget, importFirstBreaches, importMoreBreaches } from '../monitors/run-fixtures.js';
 import { bearer, closeHarnesses, listen, newAccount, openApiHarness, type ApiHarness, type TestAccount } from '../support/api-harness.js';
 
 /**
@@ -216,6 +217,62 @@ describe.skipIf(SKIP)('operating the dashboard from the keyboard, accessibly, in
     await page.screenshot({ path: path.join(shots, '7-no-key-column.png'), fullPage: true });
     await context.close();
   }, 120_000);
+
+  it('makes a list and a monitor, runs it twice, shows the second run\'s results in the list\'s order with their changes, and downloads them', async () => {
+    const account = await newAccount(h, { credits: 1_000 });
+    const store = h.engine.deps.store;
+    await importFirstBreaches(store, 8);
+    const order = [7, 2, 5, 0, 3].map(emailTarget);
+    const context = await browser!.newContext({ acceptDownloads: true, bypassCSP: true, viewport: { width: 1280, height: 1400 } });
+    const page = await context.newPage();
+    await signIn(page, account);
+    await page.fill('#monitor-new-name', 'staff');
+    await page.selectOption('#monitor-new-type', 'email');
+    await page.fill('#monitor-new-targets', order.join('\n'));
+    await page.click('#monitor-form button[type=submit]');
+    const monitorRow = page.locator('#monitor-rows tr[data-id]');
+    await monitorRow.waitFor({ timeout: WAIT_MS });
+    const monitorId = (await monitorRow.getAttribute('data-id'))!;
+    expect(await monitorRow.locator('td').nth(2).textContent()).toBe('5');
+
+    const runs = async () =>
+      ((await (await fetch(`${baseUrl}/api/agent/monitors/${monitorId}/runs`, { headers: bearer(account.key) })).json()) as { runs: { id: string; status: string }[] }).runs;
+    const runOnce = async (n: number) => {
+      await monitorRow.focus();
+      await page.keyboard.press('Enter');
+      await page.locator('#monitor-detail').waitFor({ state: 'visible', timeout: WAIT_MS });
+      await page.click('#monitor-run');
+      await expect.poll(async () => (await runs()).length, { timeout: WAIT_MS }).toBe(n);
+      const run = (await runs())[0]!;
+      await driveRuns(h.engine, account.id, [{ monitorId, runId: run.id }], WAIT_MS);
+      await page.locator(`#run-rows tr[data-id="${run.id}"][data-status="completed"]`).waitFor({ timeout: WAIT_MS });
+      return run.id;
+    };
+    await runOnce(1);
+    await importMoreBreaches(store, 8);
+    const second = await runOnce(2);
+
+    await page.locator(`#run-rows tr[data-id="${second}"]`).focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#run-results').waitFor({ state: 'visible', timeout: WAIT_MS });
+    await expect.poll(() => page.locator('#result-rows tr').count(), { timeout: WAIT_MS }).toBe(5);
+    expect(await page.locator('#result-rows tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.target))).toEqual(order);
+    const changed = page.locator(`#result-rows tr[data-target="${emailTarget(3)}"] td`);
+    expect(await changed.nth(1).textContent()).toBe('yes');
+    expect(await changed.nth(2).textContent()).toContain('breached: false → true');
+    expect(await violations(page)).toEqual([]);
+    await page.screenshot({ path: path.join(shots, '8-monitor-results.png'), fullPage: true });
+
+    await page.check('#changes-only');
+    await expect.poll(() => page.locator('#result-rows tr').count(), { timeout: WAIT_MS }).toBe(1);
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT_MS }), page.click('#results-download')]);
+    const direct = await fetch(`${baseUrl}/api/monitors/${monitorId}/runs/${second}/results/download?changes_only=true`, { headers: bearer(account.key) });
+    expect(direct.status).toBe(200);
+    const saved = fs.readFileSync((await download.path())!);
+    expect(saved.equals(Buffer.from(await direct.arrayBuffer()))).toBe(true);
+    expect(saved.toString('utf8')).toContain(emailTarget(3));
+    await context.close();
+  }, 180_000);
 
   it('a job paused for credits is explained in words with what to do, and resume is not offered while none are available', async () => {
     const poor = await newAccount(h, { credits: 20 });

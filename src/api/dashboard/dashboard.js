@@ -6,6 +6,7 @@
 // textContent only: no innerHTML, so no value can become markup.
 
 import { canResume, reasonInWords } from './job-reasons.js';
+import { monitorsPanel } from './monitors.js';
 
 const KEY_ITEM = 'sluice.apiKey';
 const POLL_MS = 2000;
@@ -117,12 +118,14 @@ class ApiError extends Error {
  * @template T
  * @param {'GET' | 'POST'} method
  * @param {string} path
+ * @param {unknown} [json] a JSON body
  * @returns {Promise<T>}
  */
-async function api(method, path) {
+async function api(method, path, json) {
   const response = await fetch(path, {
     method,
-    headers: { authorization: `Bearer ${key.get()}`, accept: 'application/json' },
+    headers: { authorization: `Bearer ${key.get()}`, accept: 'application/json', ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(json === undefined ? {} : { body: JSON.stringify(json) }),
     cache: 'no-store',
     credentials: 'omit',
   });
@@ -406,6 +409,7 @@ async function refresh() {
 async function poll() {
   try {
     await refresh();
+    await monitors.poll();
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return signOut('The key was refused; sign in again.');
     notify(`Could not refresh: ${messageOf(error)}`, true);
@@ -428,6 +432,7 @@ async function signIn() {
   $('sign-out').hidden = false;
   state.timer = window.setTimeout(poll, POLL_MS);
   loadWebhooks().catch((error) => notify(`Could not load webhooks: ${error.message}`, true));
+  monitors.refresh().catch((error) => notify(`Could not load monitors: ${error.message}`, true));
 }
 
 /** @param {string} [message] */
@@ -442,6 +447,7 @@ function signOut(message = '') {
   input('api-key').value = '';
   input('job-file').value = '';
   resetEstimate();
+  monitors.reset();
   notify(message, message !== '');
 }
 
@@ -464,13 +470,20 @@ async function download(filter) {
  * @param {string} filter
  */
 async function downloadPartial(id, filter) {
-  const response = await fetch(`/api/jobs/${encodeURIComponent(id)}/download?filter=${filter}&partial=true`, {
-    headers: { authorization: `Bearer ${key.get()}` },
-    cache: 'no-store',
-    credentials: 'omit',
-  });
+  const response = await save(`/api/jobs/${encodeURIComponent(id)}/download?filter=${filter}&partial=true`);
+  const name = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? '';
+  notify(`Downloaded ${response.headers.get('x-sluice-rows-included') ?? 'the'} of ${response.headers.get('x-sluice-rows-total') ?? '?'} rows done so far (${name}).`);
+}
+
+/**
+ * A file the API streams itself, fetched with the key in the Authorization header and saved from a
+ * blob under the name the API gives.
+ * @param {string} path
+ */
+async function save(path) {
+  const response = await fetch(path, { headers: { authorization: `Bearer ${key.get()}` }, cache: 'no-store', credentials: 'omit' });
   if (!response.ok) throw new ApiError(response.status, `HTTP ${response.status}`);
-  const name = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? `${id}-${filter}.partial.csv`;
+  const name = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? 'sluice.csv';
   const url = URL.createObjectURL(await response.blob());
   const link = document.createElement('a');
   link.href = url;
@@ -479,7 +492,7 @@ async function downloadPartial(id, filter) {
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
-  notify(`Downloaded ${response.headers.get('x-sluice-rows-included') ?? 'the'} of ${response.headers.get('x-sluice-rows-total') ?? '?'} rows done so far (${name}).`);
+  return response;
 }
 
 /** @param {string} action */
@@ -626,5 +639,7 @@ $('job-form').addEventListener('submit', (event) => {
 $('job-start').addEventListener('click', () => void startJob());
 $('job-file').addEventListener('change', () => void offerColumns());
 for (const id of ['job-type', 'job-column', 'job-country']) $(id).addEventListener('change', resetEstimate);
+
+const monitors = monitorsPanel({ api, save: async (path) => void (await save(path)), notify, operable, keepingFocus });
 
 if (key.get()) void signIn();
