@@ -256,7 +256,7 @@ describe.skipIf(SKIP)('operating the dashboard from the keyboard, accessibly, in
     await page.keyboard.press('Enter');
     await page.locator('#run-results').waitFor({ state: 'visible', timeout: WAIT_MS });
     await expect.poll(() => page.locator('#result-rows tr').count(), { timeout: WAIT_MS }).toBe(5);
-    expect(await page.locator('#result-rows tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.target))).toEqual(order);
+    expect(await page.locator('#result-rows tr').evaluateAll((rows) => rows.map((r) => r.getAttribute("data-target")))).toEqual(order);
     const changed = page.locator(`#result-rows tr[data-target="${emailTarget(3)}"] td`);
     expect(await changed.nth(1).textContent()).toBe('yes');
     expect(await changed.nth(2).textContent()).toContain('breached: false → true');
