@@ -280,7 +280,7 @@ describe.skipIf(SKIP)('operating the dashboard from the keyboard, accessibly, in
     await expect.poll(async () => (await apiJob(poor, paused)).status, { timeout: WAIT_MS }).toBe('paused');
     expect((await apiJob(poor, paused)).reason).toBe('insufficient_credits');
 
-    const context = await browser!.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });
+    const context = await browser!.newContext({ acceptDownloads: true, bypassCSP: true, viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     await signIn(page, poor);
     await jobRow(page, paused).focus();
@@ -295,6 +295,18 @@ describe.skipIf(SKIP)('operating the dashboard from the keyboard, accessibly, in
     expect(await page.locator('#job-detail [data-action="resume"]').isDisabled()).toBe(true);
     expect(await violations(page)).toEqual([]);
     await page.screenshot({ path: path.join(shots, '4-paused-for-credits.png'), fullPage: true });
+
+    // A paused job's rows so far, and a cancelled one's, download marked partial.
+    for (const status of ['paused', 'cancelled']) {
+      if (status === 'cancelled') {
+        await page.click('#job-detail [data-action="cancel"]');
+        await page.locator('#job-detail[data-status="cancelled"]').waitFor({ timeout: WAIT_MS });
+      }
+      expect(await page.textContent('#job-detail [data-download="all"]')).toBe('Download partial all');
+      const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT_MS }), page.click('#job-detail [data-download="all"]')]);
+      expect(download.suggestedFilename()).toBe(`${paused}-all.partial.csv`);
+      expect(fs.readFileSync((await download.path())!, 'utf8').trim().split('\n')).toHaveLength(21);
+    }
     await context.close();
   }, 120_000);
 });
