@@ -3,7 +3,7 @@ import { csvLine } from '../jobs/csv-writer.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { JobService } from '../jobs/job-service.js';
 import type { JobRecord } from '../storage/job-records.js';
-import type { RunClaim } from '../storage/monitor-run-records.js';
+import type { RunClaim, TargetCursor } from '../storage/monitor-run-records.js';
 import { inputCell, RUN_PIPELINES, runJobType } from './tracked-values.js';
 
 /** The reason of a run refused at balance 0, the code a bulk upload gets then. */
@@ -67,12 +67,14 @@ export async function startRun(deps: RunDeps, claim: RunClaim, signal: AbortSign
 async function* inputLines(deps: RunDeps, claim: RunClaim, written: { targets: number }): AsyncGenerator<string> {
   const { monitor } = claim;
   yield csvLine([RUN_PIPELINES[monitor.type].keyHeader]);
-  let after: string | null = null;
+  // The monitor's order, which is the list's (issue 33): the job's rows, and so the snapshot's seq, the
+  // results and their CSV download, follow it.
+  let after: TargetCursor | null = null;
   for (;;) {
     const page = await deps.engine.store.monitorRuns.targetPage(monitor.id, after, TARGET_PAGE);
     if (page.length === 0) return;
     written.targets += page.length;
-    yield page.map((t) => csvLine([inputCell(monitor.type, t)])).join('');
+    yield page.map((t) => csvLine([inputCell(monitor.type, t.target)])).join('');
     after = page[page.length - 1]!;
   }
 }

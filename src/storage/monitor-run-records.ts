@@ -57,6 +57,12 @@ export interface RunEnd {
 }
 
 /** A changed snapshot, as the changes file and the alert event read them back. */
+/** A monitor target and its place in the monitor's order: a page of targets and the cursor after it (issue 33). */
+export interface TargetCursor {
+  target: string;
+  position: number;
+}
+
 export interface StoredSnapshot {
   seq: number;
   target: string;

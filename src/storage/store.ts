@@ -15,8 +15,8 @@ import type {
   Page,
   TargetListRecord,
 } from './monitor-records.js';
-import type { ComparisonCommit, RunClaim, RunEnd, StoredSnapshot } from './monitor-run-records.js';
 import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from './workflow-records.js';
+import type { ComparisonCommit, RunClaim, RunEnd, StoredSnapshot, TargetCursor } from './monitor-run-records.js';
 import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, SnapshotRecord, TypedRunRecord } from './monitor-result-records.js';
 import type { RepoScansPort } from './repo-scan-records.js';
 import type { QuotaUsagePort } from './quota-usage.js';
@@ -744,8 +744,8 @@ export interface MonitorRunsPort {
   claimCompare(owner: string, now: number, leaseMs: number): Promise<RunClaim | undefined>;
   /** Fenced by the epoch; false when the lease is lost. */
   renewLease(runId: string, lease: { owner: string; epoch: number }, until: number): Promise<boolean>;
-  /** Up to `limit` targets of the monitor after `after` (null: from the first), in the store's target order. A read. */
-  targetPage(monitorId: string, after: string | null, limit: number): Promise<string[]>;
+  /** Up to `limit` targets of the monitor after `after` (null: from the first), in the monitor's order (position, then target). A read. */
+  targetPage(monitorId: string, after: TargetCursor | null, limit: number): Promise<TargetCursor[]>;
   /** Records the run's job and its number of targets and frees the lease. Fenced; false when the lease is lost. */
   recordJob(runId: string, lease: { owner: string; epoch: number }, jobId: string, totalRecords: number): Promise<boolean>;
   /** The last result (JSON text, or null before the first) of each of these targets the monitor holds. A read. */

@@ -54,8 +54,9 @@ describe('POST /api/monitors', () => {
     const targets = json(await call(h, alice, 'GET', `/api/monitors/${body.id}/targets`));
     expect(targets).toEqual({
       targets: [
-        { email: 'bob@example.com', target: 'bob@example.com', added_at: new Date(T0).toISOString() },
+        // In the order given (issue 33), not by address.
         { email: 'jane@example.com', target: 'jane@example.com', added_at: new Date(T0).toISOString() },
+        { email: 'bob@example.com', target: 'bob@example.com', added_at: new Date(T0).toISOString() },
       ],
       total: 2,
       limit: 20,
@@ -77,7 +78,7 @@ describe('POST /api/monitors', () => {
     });
     expect(body).toMatchObject({ type: 'phone', tracked_fields: ['breached', 'total_breaches'], change_detection: 'new_only', next_run_at: start, target_count: 2 });
     const targets = json(await call(h, alice, 'GET', `/api/monitors/${body.id}/targets`)).targets;
-    expect(targets.map((t: { phone: string }) => t.phone)).toEqual(['+14155552671', '+49301234567']);
+    expect(targets.map((t: { phone: string }) => t.phone)).toEqual(['+49301234567', '+14155552671']);
   });
 
   it.each([

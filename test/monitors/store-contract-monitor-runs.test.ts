@@ -28,8 +28,8 @@ describe.each(TEST_STORES)('Store contract on %s: monitor run execution', (kind)
     expect(taken).toHaveLength(1);
     expect(taken[0]!.run).toMatchObject({ id: run.id, status: 'running', startedAt: NOW });
     expect(taken[0]!.monitor).toMatchObject({ id: 'm1', type: 'email', trackedFields: ['breached', 'count'] });
-    expect(await store.monitorRuns.targetPage('m1', null, 1)).toEqual(['x@example.com']);
-    expect(await store.monitorRuns.targetPage('m1', 'x@example.com', 10)).toEqual(['y@example.com']);
+    expect(await store.monitorRuns.targetPage('m1', null, 1)).toEqual([{ target: 'x@example.com', position: 1 }]);
+    expect(await store.monitorRuns.targetPage('m1', { target: 'x@example.com', position: 1 }, 10)).toEqual([{ target: 'y@example.com', position: 2 }]);
 
     // A scheduled run of the same monitor queued meanwhile is not started while r1 runs.
     const [scheduled] = await store.monitors.claimDueRuns(NOW, 10);

@@ -5,6 +5,9 @@
 // customers (file names, webhook URLs, response bodies), so the DOM is built with createElement and
 // textContent only: no innerHTML, so no value can become markup.
 
+import { canResume, reasonInWords } from './job-reasons.js';
+import { monitorsPanel } from './monitors.js';
+
 const KEY_ITEM = 'sluice.apiKey';
 const POLL_MS = 2000;
 const JOB_PAGE = 50;
@@ -30,6 +33,7 @@ const ACTIVE = new Set(['queued', 'running', 'paused']);
  * @property {string | null} [started_at]
  * @property {string | null} [finished_at]
  * @property {unknown} [downloads]
+ * @property {string | null} [deleted_at]
  */
 /**
  * @typedef {object} WebhookView
@@ -81,7 +85,12 @@ const state = {
   timer: undefined,
   /** @type {Map<string, Sample>} */
   samples: new Map(),
+  /** The account's available credits at the last refresh: whether a job paused for credits can go on. */
+  available: 0,
 };
+
+/** Statuses whose rows done so far can be downloaded, marked partial (GET /api/jobs/{id}/download?partial=true). */
+const PARTIAL = new Set(['running', 'paused', 'cancelled', 'failed']);
 
 /** The key lives in this tab's sessionStorage only: never in a URL, a cookie or localStorage. */
 const key = {
@@ -95,10 +104,12 @@ class ApiError extends Error {
   /**
    * @param {number} status
    * @param {string} message
+   * @param {string} [code] the API's stable error code, when it gave one
    */
-  constructor(status, message) {
+  constructor(status, message, code) {
     super(message);
     this.status = status;
+    this.code = code ?? '';
   }
 }
 
@@ -107,12 +118,14 @@ class ApiError extends Error {
  * @template T
  * @param {'GET' | 'POST'} method
  * @param {string} path
+ * @param {unknown} [json] a JSON body
  * @returns {Promise<T>}
  */
-async function api(method, path) {
+async function api(method, path, json) {
   const response = await fetch(path, {
     method,
-    headers: { authorization: `Bearer ${key.get()}`, accept: 'application/json' },
+    headers: { authorization: `Bearer ${key.get()}`, accept: 'application/json', ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(json === undefined ? {} : { body: JSON.stringify(json) }),
     cache: 'no-store',
     credentials: 'omit',
   });
@@ -124,7 +137,7 @@ async function api(method, path) {
   } catch {
     body = null;
   }
-  if (!response.ok) throw new ApiError(response.status, (body && typeof body.error === 'string' && body.error) || `HTTP ${response.status}`);
+  if (!response.ok) throw new ApiError(response.status, (body && typeof body.error === 'string' && body.error) || `HTTP ${response.status}`, body?.code);
   return body;
 }
 
@@ -203,7 +216,42 @@ function speed(job) {
 /** @param {JobView} job */
 function statusCell(job) {
   const text = job.stalled === true ? `${job.status} (stalled)` : job.status;
-  return el('span', text, `status status-${job.status}`);
+  const cell = el('span', text, `status status-${job.status}`);
+  // A deleted job keeps its record, not its files: marked, so nobody reaches for a download.
+  if (job.deleted_at) cell.append(' ', el('span', 'deleted', 'deleted'));
+  return cell;
+}
+
+/**
+ * A row that takes focus and opens with Enter or Space, as with a click (issue 33: every row
+ * reachable and operable from the keyboard).
+ * @param {HTMLTableRowElement} tr
+ * @param {string} label
+ * @param {() => void} open
+ */
+function operable(tr, label, open) {
+  tr.tabIndex = 0;
+  tr.setAttribute('aria-label', label);
+  tr.addEventListener('click', open);
+  tr.addEventListener('keydown', (event) => {
+    if (event.key !== 'Enter' && event.key !== ' ') return;
+    event.preventDefault();
+    open();
+  });
+}
+
+/**
+ * Re-rendering replaces the rows; the row that had focus gets it back, so polling never throws the
+ * keyboard user back to the top of the page.
+ * @param {HTMLElement} body
+ * @param {() => void} render
+ */
+function keepingFocus(body, render) {
+  const focused = document.activeElement instanceof HTMLElement && body.contains(document.activeElement) ? document.activeElement.dataset.id : undefined;
+  render();
+  if (focused === undefined) return;
+  const again = /** @type {HTMLElement | null} */ (body.querySelector(`tr[data-id="${CSS.escape(focused)}"]`));
+  again?.focus();
 }
 
 /** @param {JobView} job */
@@ -217,6 +265,11 @@ function progressCell(job) {
 }
 
 function renderJobs() {
+  keepingFocus($('job-rows'), renderJobRows);
+  renderDetail();
+}
+
+function renderJobRows() {
   const body = $('job-rows');
   body.replaceChildren();
   /** @type {Map<string, number>} */
@@ -239,8 +292,9 @@ function renderJobs() {
     ]);
     tr.dataset.id = job.id;
     tr.dataset.status = job.status;
+    if (job.deleted_at) tr.dataset.deleted = 'true';
     if (job.id === state.selectedJob) tr.className = 'selected';
-    tr.addEventListener('click', () => {
+    operable(tr, `Job ${job.input_name ?? job.id}, ${job.status}${job.deleted_at ? ', deleted' : ''}`, () => {
       state.selectedJob = job.id;
       renderJobs();
     });
@@ -248,7 +302,6 @@ function renderJobs() {
   }
   $('no-jobs').hidden = state.jobs.length > 0;
   $('job-counts').textContent = [...byStatus].map(([status, n]) => `${status} ${n}`).join(' · ');
-  renderDetail();
 }
 
 function renderDetail() {
@@ -263,7 +316,7 @@ function renderDetail() {
     ['File', job.input_name],
     ['Type', job.type],
     ['Status', job.stalled === true ? `${job.status} (stalled)` : job.status],
-    ['Reason', job.reason],
+    ['Deleted', job.deleted_at ? `${when(job.deleted_at)}: its files are gone` : null],
     ['Failure', job.error_message],
     ['Total rows', number(job.rows.total)],
     ['Processed', number(job.rows.processed)],
@@ -286,10 +339,16 @@ function renderDetail() {
     item.append(el('dt', label), el('dd', value));
     list.append(item);
   }
-  for (const button of buttons(section, '[data-download]')) button.disabled = !job.downloads;
+  $('detail-reason').textContent = job.deleted_at ? '' : reasonInWords(job, state.available);
+  // Finished: the file; running, paused, cancelled or failed: the rows done so far, marked partial.
+  const partial = job.status !== 'completed' && PARTIAL.has(job.status);
+  for (const button of buttons(section, '[data-download]')) {
+    button.disabled = Boolean(job.deleted_at) || !(job.downloads || partial);
+    button.textContent = `Download ${partial ? 'partial ' : ''}${button.dataset.download === 'all' ? 'all' : button.dataset.download}`;
+  }
   /** @type {Record<string, boolean>} */
   const enabled = {
-    resume: job.status === 'paused' || job.status === 'failed',
+    resume: !job.deleted_at && canResume(job, state.available),
     cancel: ACTIVE.has(job.status),
     'retry-failed': (job.status === 'completed' || job.status === 'failed') && job.rows.error > 0,
   };
@@ -304,9 +363,9 @@ function renderWebhooks(webhooks) {
     const tr = row([hook.url ?? hook.telegram_chat_id ?? hook.kind, (hook.events ?? []).join(', '), hook.is_active ? 'yes' : 'no', when(hook.created_at)]);
     tr.dataset.id = hook.id;
     if (hook.id === state.selectedWebhook) tr.className = 'selected';
-    tr.addEventListener('click', () => {
+    operable(tr, `Webhook ${hook.url ?? hook.telegram_chat_id ?? hook.kind}`, () => {
       state.selectedWebhook = hook.id;
-      renderWebhooks(webhooks);
+      keepingFocus(body, () => renderWebhooks(webhooks));
       void loadDeliveries();
     });
     body.append(tr);
@@ -342,6 +401,7 @@ async function refresh() {
   $('credits').textContent = number(account.credits);
   $('reserved').textContent = number(account.reserved);
   $('available').textContent = number(account.available);
+  state.available = account.available;
   state.jobs = jobs.jobs;
   renderJobs();
 }
@@ -349,6 +409,7 @@ async function refresh() {
 async function poll() {
   try {
     await refresh();
+    await monitors.poll();
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return signOut('The key was refused; sign in again.');
     notify(`Could not refresh: ${messageOf(error)}`, true);
@@ -366,11 +427,12 @@ async function signIn() {
     return;
   }
   notify('');
-  $('sign-in').hidden = true;
+  $('sign-in-page').hidden = true;
   $('signed-in').hidden = false;
   $('sign-out').hidden = false;
   state.timer = window.setTimeout(poll, POLL_MS);
   loadWebhooks().catch((error) => notify(`Could not load webhooks: ${error.message}`, true));
+  monitors.refresh().catch((error) => notify(`Could not load monitors: ${error.message}`, true));
 }
 
 /** @param {string} [message] */
@@ -381,8 +443,11 @@ function signOut(message = '') {
   for (const id of ['job-rows', 'webhook-rows', 'delivery-rows', 'detail-fields']) $(id).replaceChildren();
   $('signed-in').hidden = true;
   $('sign-out').hidden = true;
-  $('sign-in').hidden = false;
+  $('sign-in-page').hidden = false;
   input('api-key').value = '';
+  input('job-file').value = '';
+  resetEstimate();
+  monitors.reset();
   notify(message, message !== '');
 }
 
@@ -390,10 +455,44 @@ function signOut(message = '') {
 /** @param {string} filter */
 async function download(filter) {
   const id = state.selectedJob ?? '';
+  const job = state.jobs.find((j) => j.id === id);
+  if (job && job.status !== 'completed' && PARTIAL.has(job.status)) return downloadPartial(id, filter);
   /** @type {{ download_url: string }} */
   const answer = await api('GET', `/api/jobs/${encodeURIComponent(id)}/download?filter=${filter}&format=json`);
   // The presigned URL answers with Content-Disposition: attachment, so this page stays where it is.
   window.location.assign(answer.download_url);
+}
+
+/**
+ * An unfinished job's rows so far come as the CSV itself (no presigned URL), so it is fetched with
+ * the key in the Authorization header and saved from a blob: the key still never goes in a URL.
+ * @param {string} id
+ * @param {string} filter
+ */
+async function downloadPartial(id, filter) {
+  const response = await save(`/api/jobs/${encodeURIComponent(id)}/download?filter=${filter}&partial=true`);
+  const name = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? '';
+  notify(`Downloaded ${response.headers.get('x-sluice-rows-included') ?? 'the'} of ${response.headers.get('x-sluice-rows-total') ?? '?'} rows done so far (${name}).`);
+}
+
+/**
+ * A file the API streams itself, fetched with the key in the Authorization header and saved from a
+ * blob under the name the API gives.
+ * @param {string} path
+ */
+async function save(path) {
+  const response = await fetch(path, { headers: { authorization: `Bearer ${key.get()}` }, cache: 'no-store', credentials: 'omit' });
+  if (!response.ok) throw new ApiError(response.status, `HTTP ${response.status}`);
+  const name = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? 'sluice.csv';
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  return response;
 }
 
 /** @param {string} action */
@@ -425,5 +524,122 @@ for (const button of buttons(document, '[data-download]')) {
 for (const button of buttons(document, '[data-action]')) {
   button.addEventListener('click', () => act(button.dataset.action ?? '').catch((error) => notify(`${button.textContent} failed: ${error.message}`, true)));
 }
+
+/**
+ * What POST /api/jobs/bulk?dry_run=true answers: what the job would do and cost.
+ * @typedef {{ rows: number, valid: number, invalid: number, duplicates: number, repeats: number, credits_needed: number, available: number }} Estimate
+ */
+
+/** The form's values as the upload wants them: every field before the file (the API reads them first). */
+function jobForm() {
+  const form = new FormData();
+  form.append('type', /** @type {HTMLSelectElement} */ ($('job-type')).value);
+  const column = /** @type {HTMLSelectElement} */ ($('job-column')).value;
+  if (column !== '') form.append('column', column);
+  const country = input('job-country').value.trim().toUpperCase();
+  if (country !== '') form.append('default_country', country);
+  const file = input('job-file').files?.[0];
+  if (file) form.append('file', file, file.name);
+  return form;
+}
+
+/**
+ * @param {boolean} dryRun
+ * @returns {Promise<any>}
+ */
+async function sendJobForm(dryRun) {
+  const response = await fetch(`/api/jobs/bulk${dryRun ? '?dry_run=true' : ''}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key.get()}`, accept: 'application/json' },
+    body: jobForm(),
+    cache: 'no-store',
+    credentials: 'omit',
+  });
+  /** @type {any} */
+  const body = await response.json().catch(() => null);
+  if (!response.ok) throw new ApiError(response.status, (body && body.error) || `HTTP ${response.status}`, body?.code);
+  return body;
+}
+
+/**
+ * An upload refused, in words with the next step; the field to fix gets focus.
+ * @param {unknown} error
+ */
+function uploadRefused(error) {
+  const code = error instanceof ApiError ? error.code : '';
+  if (code === 'no_key_column' || code === 'column_not_found' || code === 'ambiguous_column') {
+    $('estimate').textContent = 'No column of this file could be used as the key column for this lookup. Choose the key column above, then estimate again.';
+    $('job-column').focus();
+  } else if (code === 'insufficient_credits') {
+    $('estimate').textContent = `Not enough credits to start it: ${messageOf(error)} Ask your Sluice operator to top up the account.`;
+  } else if (code === 'unknown_country') {
+    $('estimate').textContent = 'That default country is not known: give a two-letter country code such as DE, or leave it empty.';
+    $('job-country').focus();
+  } else {
+    $('estimate').textContent = `The file was refused: ${messageOf(error)}`;
+  }
+  $('estimate').className = 'error';
+}
+
+/** The estimate shown is for these values; changing any of them asks for a new one before paying. */
+function resetEstimate() {
+  /** @type {HTMLButtonElement} */ ($('job-start')).disabled = true;
+  $('job-start').textContent = 'Start job';
+  $('estimate').textContent = '';
+  $('estimate').className = '';
+}
+
+/** The file's header row, read here, offered as the key column's choices. */
+async function offerColumns() {
+  resetEstimate();
+  const select = /** @type {HTMLSelectElement} */ ($('job-column'));
+  select.replaceChildren(new Option('Detect automatically', ''));
+  const file = input('job-file').files?.[0];
+  if (!file) return;
+  const head = (await file.slice(0, 65_536).text()).replace(/^\uFEFF/, '').split(/\r?\n/)[0] ?? '';
+  const delimiter = [',', ';', '\t', '|'].reduce((best, d) => (head.split(d).length > head.split(best).length ? d : best), ',');
+  for (const name of head.split(delimiter).map((c) => c.trim().replace(/^"(.*)"$/, '$1')).filter((c) => c !== '')) select.append(new Option(name, name));
+}
+
+async function estimate() {
+  resetEstimate();
+  try {
+    /** @type {Estimate} */
+    const e = await sendJobForm(true);
+    const fits = e.credits_needed <= e.available;
+    $('estimate').textContent =
+      `${number(e.rows)} rows: ${number(e.valid)} valid, ${number(e.invalid)} invalid, ${number(e.duplicates)} duplicates and ${number(e.repeats)} already paid for (free). ` +
+      `It costs at most ${number(e.credits_needed)} credits; ${number(e.available)} are available.` +
+      (fits ? '' : ' That is not enough: ask your Sluice operator to top up the account, or the job will pause when the credits run out.');
+    const start = /** @type {HTMLButtonElement} */ ($('job-start'));
+    start.disabled = false;
+    start.textContent = `Start job (up to ${number(e.credits_needed)} credits)`;
+  } catch (error) {
+    uploadRefused(error);
+  }
+}
+
+async function startJob() {
+  try {
+    /** @type {JobView} */
+    const job = await sendJobForm(false);
+    resetEstimate();
+    notify(`Job started: ${job.input_name ?? job.id}.`);
+    state.selectedJob = job.id;
+    await refresh();
+  } catch (error) {
+    uploadRefused(error);
+  }
+}
+
+$('job-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  void estimate();
+});
+$('job-start').addEventListener('click', () => void startJob());
+$('job-file').addEventListener('change', () => void offerColumns());
+for (const id of ['job-type', 'job-column', 'job-country']) $(id).addEventListener('change', resetEstimate);
+
+const monitors = monitorsPanel({ api, save: async (path) => void (await save(path)), notify, operable, keepingFocus });
 
 if (key.get()) void signIn();

@@ -14,6 +14,9 @@ const FILES = {
   '/': { name: 'index.html', type: 'text/html; charset=utf-8' },
   '/dashboard/dashboard.js': { name: 'dashboard.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/dashboard.css': { name: 'dashboard.css', type: 'text/css; charset=utf-8' },
+  '/dashboard/job-reasons.js': { name: 'job-reasons.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/monitors.js': { name: 'monitors.js', type: 'text/javascript; charset=utf-8' },
+  '/favicon.svg': { name: 'favicon.svg', type: 'image/svg+xml' },
 } as const;
 
 /**

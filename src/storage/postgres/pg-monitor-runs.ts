@@ -1,5 +1,5 @@
 import type { Lease } from '../job-records.js';
-import { claimFromRow, type ClaimedRow, type ComparisonCommit, type RunClaim, type RunEnd, type StoredSnapshot } from '../monitor-run-records.js';
+import { claimFromRow, type ClaimedRow, type ComparisonCommit, type RunClaim, type RunEnd, type StoredSnapshot, type TargetCursor } from '../monitor-run-records.js';
 import { MONITOR_COLUMNS, monitorFromRow, RUN_COLUMNS, type MonitorRow } from '../monitor-rows.js';
 import type { MonitorRunsPort } from '../store.js';
 import { addToOutbox } from './pg-core-outbox.js';
@@ -68,12 +68,14 @@ export class PgMonitorRuns implements MonitorRunsPort {
     return rowCount > 0;
   }
 
-  async targetPage(monitorId: string, after: string | null, limit: number): Promise<string[]> {
-    const { rows } = await this.db.query<{ target: string }>(
-      'SELECT target FROM monitor_targets WHERE monitor_id = $1 AND ($2::text IS NULL OR target > $2) ORDER BY target LIMIT $3',
-      [monitorId, after, limit],
+  async targetPage(monitorId: string, after: TargetCursor | null, limit: number): Promise<TargetCursor[]> {
+    // In the monitor's order (issue 33), by keyset on (position, target); byte order breaks ties as SQLite does.
+    const { rows } = await this.db.query<TargetCursor>(
+      `SELECT target, position FROM monitor_targets WHERE monitor_id = $1 AND (position, target COLLATE "C") > ($2::int, $3::text COLLATE "C")
+        ORDER BY position, target COLLATE "C" LIMIT $4`,
+      [monitorId, after?.position ?? 0, after?.target ?? '', limit],
     );
-    return rows.map((r) => r.target);
+    return rows;
   }
 
   async recordJob(runId: string, lease: Lease, jobId: string, totalRecords: number): Promise<boolean> {

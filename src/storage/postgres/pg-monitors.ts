@@ -56,7 +56,10 @@ export class PgMonitors implements MonitorsPort {
       const { rows } = await tx.query<{ n: number }>('SELECT target_count AS n FROM target_lists WHERE id = $1 FOR UPDATE', [listId]);
       if (!rows[0]) throw listNotFound();
       const { rowCount: added } = await tx.query(
-        'INSERT INTO list_targets (list_id, target) SELECT $1, t FROM unnest($2::text[]) AS t ON CONFLICT DO NOTHING',
+        // After the list's last, in the order given (issue 33); the list row's lock above serialises batches.
+        `INSERT INTO list_targets (list_id, target, position)
+         SELECT $1, u.t, (SELECT COALESCE(max(position), 0) FROM list_targets WHERE list_id = $1) + u.n
+           FROM unnest($2::text[]) WITH ORDINALITY AS u(t, n) ORDER BY u.n ON CONFLICT DO NOTHING`,
         [listId, targets],
       );
       requireWithinTargetLimit(rows[0].n + added);
@@ -198,7 +201,7 @@ export class PgMonitors implements MonitorsPort {
   async targets(accountId: string, monitorId: string, page: Page): Promise<{ targets: MonitorTarget[]; total: number }> {
     const m = await requireMonitor(this.db, accountId, monitorId, false);
     const { rows } = await this.db.query<MonitorTarget>(
-      'SELECT target, added_at AS "addedAt" FROM monitor_targets WHERE monitor_id = $1 ORDER BY target COLLATE "C" LIMIT $2 OFFSET $3',
+      'SELECT target, added_at AS "addedAt" FROM monitor_targets WHERE monitor_id = $1 ORDER BY position, target COLLATE "C" LIMIT $2 OFFSET $3',
       [monitorId, page.limit, page.offset],
     );
     return { targets: rows, total: m.targetCount };
@@ -290,7 +293,10 @@ async function requireMonitor(q: PgQueryable, accountId: string, id: string, loc
 async function insertTargets(tx: PgQueryable, monitorId: string, targets: readonly string[], now: number): Promise<number> {
   if (targets.length === 0) return 0;
   const { rowCount } = await tx.query(
-    'INSERT INTO monitor_targets (monitor_id, target, added_at) SELECT $1, t, $3 FROM unnest($2::text[]) AS t ON CONFLICT DO NOTHING',
+    // After the monitor's last, in the order given (issue 33); the monitor row is locked by the caller.
+    `INSERT INTO monitor_targets (monitor_id, target, added_at, position)
+     SELECT $1, u.t, $3, (SELECT COALESCE(max(position), 0) FROM monitor_targets WHERE monitor_id = $1) + u.n
+       FROM unnest($2::text[]) WITH ORDINALITY AS u(t, n) ORDER BY u.n ON CONFLICT DO NOTHING`,
     [monitorId, targets, now],
   );
   return rowCount;
@@ -298,7 +304,10 @@ async function insertTargets(tx: PgQueryable, monitorId: string, targets: readon
 
 async function copyList(tx: PgQueryable, monitorId: string, listId: string, now: number): Promise<number> {
   const { rowCount } = await tx.query(
-    'INSERT INTO monitor_targets (monitor_id, target, added_at) SELECT $1, target, $2 FROM list_targets WHERE list_id = $3 ON CONFLICT DO NOTHING',
+    // The list's targets after the monitor's last, in the list's order.
+    `INSERT INTO monitor_targets (monitor_id, target, added_at, position)
+     SELECT $1, target, $2, (SELECT COALESCE(max(position), 0) FROM monitor_targets WHERE monitor_id = $1) + row_number() OVER (ORDER BY position, target COLLATE "C")
+       FROM list_targets WHERE list_id = $3 ORDER BY position, target COLLATE "C" ON CONFLICT DO NOTHING`,
     [monitorId, now, listId],
   );
   return rowCount;

@@ -1,5 +1,5 @@
 import type { Lease } from '../job-records.js';
-import { claimFromRow, type ClaimedRow, type ComparisonCommit, type RunClaim, type RunEnd, type StoredSnapshot } from '../monitor-run-records.js';
+import { claimFromRow, type ClaimedRow, type ComparisonCommit, type RunClaim, type RunEnd, type StoredSnapshot, type TargetCursor } from '../monitor-run-records.js';
 import { MONITOR_COLUMNS, monitorFromRow, RUN_COLUMNS, type MonitorRow } from '../monitor-rows.js';
 import type { MonitorRunsPort } from '../store.js';
 import type { Db } from './open-database.js';
@@ -42,7 +42,10 @@ export class SqliteMonitorRuns implements MonitorRunsPort {
       ),
       monitor: db.prepare(`SELECT ${MONITOR_COLUMNS} FROM monitors WHERE id = ?`),
       renew: db.prepare('UPDATE monitor_runs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_epoch = ?'),
-      targets: db.prepare('SELECT target FROM monitor_targets WHERE monitor_id = ? AND target > ? ORDER BY target LIMIT ?'),
+      // In the monitor's order (issue 33), by keyset on (position, target): removing a target between pages skips nothing.
+      targets: db.prepare(
+        'SELECT target, position FROM monitor_targets WHERE monitor_id = ? AND (position, target) > (?, ?) ORDER BY position, target LIMIT ?',
+      ),
       recordJob: db.prepare(
         "UPDATE monitor_runs SET job_id = ?, total_records = ?, lease_until = 0 WHERE id = ? AND lease_owner = ? AND lease_epoch = ? AND status = 'running'",
       ),
@@ -94,9 +97,9 @@ export class SqliteMonitorRuns implements MonitorRunsPort {
     return this.s.renew.run(until, runId, lease.owner, lease.epoch).changes > 0;
   }
 
-  async targetPage(monitorId: string, after: string | null, limit: number): Promise<string[]> {
-    // '' sorts before every stored target: targets are never empty.
-    return (this.s.targets.all(monitorId, after ?? '', limit) as { target: string }[]).map((r) => r.target);
+  async targetPage(monitorId: string, after: TargetCursor | null, limit: number): Promise<TargetCursor[]> {
+    // (0, '') sorts before every stored target: positions start at 1 and targets are never empty.
+    return this.s.targets.all(monitorId, after?.position ?? 0, after?.target ?? '', limit) as TargetCursor[];
   }
 
   async recordJob(runId: string, lease: Lease, jobId: string, totalRecords: number): Promise<boolean> {

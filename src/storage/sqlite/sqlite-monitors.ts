@@ -53,7 +53,10 @@ export class SqliteMonitors implements MonitorsPort {
       listById: db.prepare(`SELECT ${LIST_COLUMNS} FROM target_lists WHERE id = ?`),
       list: db.prepare(`SELECT ${LIST_COLUMNS} FROM target_lists WHERE id = ? AND account_id = ?`),
       lists: db.prepare(`SELECT ${LIST_COLUMNS} FROM target_lists WHERE account_id = ? AND (? IS NULL OR type = ?) ORDER BY created_at DESC, id DESC`),
-      insertListTarget: db.prepare('INSERT OR IGNORE INTO list_targets (list_id, target) VALUES (?, ?)'),
+      // A target goes after the list's last (issue 33: results follow the list's order); a duplicate is ignored, keeping its first place.
+      insertListTarget: db.prepare(
+        'INSERT OR IGNORE INTO list_targets (list_id, target, position) VALUES (?, ?, (SELECT COALESCE(max(position), 0) + 1 FROM list_targets WHERE list_id = ?))',
+      ),
       addToList: db.prepare('UPDATE target_lists SET target_count = target_count + ? WHERE id = ?'),
       finishList: db.prepare(
         "UPDATE target_lists SET status = 'ready', invalid_count = ?, duplicate_count = ?, invalid_by_code = ? WHERE id = ?",
@@ -81,11 +84,19 @@ export class SqliteMonitors implements MonitorsPort {
       resume: db.prepare("UPDATE monitors SET status = 'active', next_run_at = ?, updated_at = ? WHERE id = ? AND account_id = ?"),
       removeMonitor: db.prepare('DELETE FROM monitors WHERE id = ? AND account_id = ?'),
 
-      insertTarget: db.prepare('INSERT OR IGNORE INTO monitor_targets (monitor_id, target, added_at) VALUES (?, ?, ?)'),
-      copyList: db.prepare('INSERT OR IGNORE INTO monitor_targets (monitor_id, target, added_at) SELECT ?, target, ? FROM list_targets WHERE list_id = ?'),
+      insertTarget: db.prepare(
+        `INSERT OR IGNORE INTO monitor_targets (monitor_id, target, added_at, position)
+         VALUES (?, ?, ?, (SELECT COALESCE(max(position), 0) + 1 FROM monitor_targets WHERE monitor_id = ?))`,
+      ),
+      lastPosition: db.prepare('SELECT COALESCE(max(position), 0) AS n FROM monitor_targets WHERE monitor_id = ?').pluck(),
+      // The list's targets go after the monitor's last, in the list's order.
+      copyList: db.prepare(
+        `INSERT OR IGNORE INTO monitor_targets (monitor_id, target, added_at, position)
+         SELECT ?, target, ?, ? + row_number() OVER (ORDER BY position, target) FROM list_targets WHERE list_id = ?`,
+      ),
       deleteTarget: db.prepare('DELETE FROM monitor_targets WHERE monitor_id = ? AND target = ?'),
       countTargets: db.prepare('UPDATE monitors SET target_count = target_count + ?, updated_at = ? WHERE id = ?'),
-      targets: db.prepare('SELECT target, added_at AS "addedAt" FROM monitor_targets WHERE monitor_id = ? ORDER BY target LIMIT ? OFFSET ?'),
+      targets: db.prepare('SELECT target, added_at AS "addedAt" FROM monitor_targets WHERE monitor_id = ? ORDER BY position, target LIMIT ? OFFSET ?'),
       watched: db.prepare(
         `SELECT m.type AS type, t.target AS target, group_concat(m.id) AS "monitorIds", min(t.added_at) AS "addedAt"
          FROM monitor_targets t JOIN monitors m ON m.id = t.monitor_id
@@ -122,7 +133,7 @@ export class SqliteMonitors implements MonitorsPort {
         const list = this.listById(listId);
         if (!list) throw listNotFound();
         let added = 0;
-        for (const target of targets) added += this.s.insertListTarget.run(listId, target).changes;
+        for (const target of targets) added += this.s.insertListTarget.run(listId, target, listId).changes;
         requireWithinTargetLimit(list.targetCount + added);
         this.s.addToList.run(added, listId);
         return added;
@@ -166,8 +177,8 @@ export class SqliteMonitors implements MonitorsPort {
           monitor.now,
           monitor.now,
         );
-        let added = list ? this.s.copyList.run(monitor.id, monitor.now, list.id).changes : 0;
-        for (const target of seed.targets ?? []) added += this.s.insertTarget.run(monitor.id, target, monitor.now).changes;
+        let added = list ? this.s.copyList.run(monitor.id, monitor.now, 0, list.id).changes : 0;
+        for (const target of seed.targets ?? []) added += this.s.insertTarget.run(monitor.id, target, monitor.now, monitor.id).changes;
         requireWithinTargetLimit(added);
         this.s.countTargets.run(added, monitor.now, monitor.id);
         return this.monitorRow(monitor.accountId, monitor.id)!;
@@ -241,7 +252,7 @@ export class SqliteMonitors implements MonitorsPort {
       .transaction(() => {
         const m = this.requireMonitor(accountId, monitorId);
         let added = 0;
-        for (const target of targets) added += this.s.insertTarget.run(monitorId, target, now).changes;
+        for (const target of targets) added += this.s.insertTarget.run(monitorId, target, now, monitorId).changes;
         requireWithinTargetLimit(m.targetCount + added);
         this.s.countTargets.run(added, now, monitorId);
         return { added, present: targets.length - added };
@@ -254,7 +265,7 @@ export class SqliteMonitors implements MonitorsPort {
       .transaction(() => {
         const m = this.requireMonitor(accountId, monitorId);
         const list = requireSeedList(this.listRow(accountId, listId), m.type);
-        const added = this.s.copyList.run(monitorId, now, list.id).changes;
+        const added = this.s.copyList.run(monitorId, now, this.s.lastPosition.get(monitorId) as number, list.id).changes;
         requireWithinTargetLimit(m.targetCount + added);
         this.s.countTargets.run(added, now, monitorId);
         return { added, present: list.targetCount - added };
