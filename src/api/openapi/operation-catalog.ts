@@ -403,6 +403,20 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
   'GET /api/lists': { operationId: 'listLists', summary: 'List the account\'s lists' },
   'GET /api/lists/{id}': { operationId: 'getList', summary: 'A list and its targets', description: 'The list with its targets, in their order.' },
   'DELETE /api/lists/{id}': { operationId: 'deleteList', summary: 'Delete a list', errors: { 403: 'A readonly key', 409: 'A monitor still uses it' } },
+  'POST /api/workflows': { operationId: 'createWorkflow', summary: 'Create a workflow', errors: { 403: 'A readonly key', 422: 'invalid_workflow, step_type_unsupported, trigger_unsupported, invalid_reference or invalid_expression' } },
+  'GET /api/workflows': { operationId: 'listWorkflows', summary: 'List workflows' },
+  'GET /api/workflows/runs': { operationId: 'listWorkflowRuns', summary: 'List workflow runs' },
+  'GET /api/workflows/logs': { operationId: 'listWorkflowLogs', summary: "A run's log", errors: { 400: 'bad_request: run_id missing' } },
+  'GET /api/workflows/runs/{runId}': { operationId: 'getWorkflowRun', summary: 'Get a workflow run', errors: { 404: 'workflow_run_not_found' } },
+  'POST /api/workflows/runs/{runId}/cancel': { operationId: 'cancelWorkflowRun', summary: 'Cancel a run', errors: { 403: 'A readonly key', 404: 'workflow_run_not_found', 409: 'invalid_state: the run has ended' } },
+  'POST /api/workflows/runs/{runId}/redrive': { operationId: 'redriveWorkflowRun', summary: 'Redrive a failed run', errors: { 403: 'A readonly key', 404: 'workflow_run_not_found', 409: 'invalid_state: the run has not failed' } },
+  'GET /api/workflows/{id}': { operationId: 'getWorkflow', summary: 'Get a workflow', errors: { 404: 'workflow_not_found' } },
+  'PUT /api/workflows/{id}': { operationId: 'updateWorkflow', summary: 'Update a workflow', errors: { 403: 'A readonly key', 404: 'workflow_not_found', 422: 'invalid_workflow, step_type_unsupported, trigger_unsupported, invalid_reference or invalid_expression' } },
+  'DELETE /api/workflows/{id}': { operationId: 'deleteWorkflow', summary: 'Delete a workflow', errors: { 403: 'A readonly key', 404: 'workflow_not_found' } },
+  'POST /api/workflows/{id}/ingest-token': { operationId: 'rotateWorkflowIngestToken', summary: 'Make or rotate the ingest URL', errors: { 403: 'A readonly key', 404: 'workflow_not_found' } },
+  'DELETE /api/workflows/{id}/ingest-token': { operationId: 'revokeWorkflowIngestToken', summary: 'Revoke the ingest URL', errors: { 403: 'A readonly key', 404: 'workflow_not_found' } },
+  'POST /api/workflows/{id}/run': { operationId: 'runWorkflow', summary: 'Run a workflow', errors: { 403: 'A readonly key', 404: 'workflow_not_found', 409: 'invalid_state: the workflow is not active', 429: 'too_many_runs, or rate_limited' } },
+  'POST /api/ingest/workflows/{token}': { operationId: 'ingestWorkflowRun', summary: 'Start a run through the ingest URL', errors: { 404: 'not_found: no such token, or its workflow is not active', 413: 'The body is longer than the cap', 415: 'Not application/json', 422: 'invalid_request: not a JSON object, or nested too deep', 429: 'rate_limited (Retry-After), or too_many_runs' } },
 };
 
 /** Tags with what they group, declared at the top of the document. */
@@ -419,4 +433,5 @@ export const TAGS = [
   { name: 'monitors', description: 'Monitors over lists of targets, their runs and results (spec 4.8)' },
   { name: 'lists', description: 'Lists of targets that monitors watch' },
   { name: 'ip', description: 'IP network lookups, single and bulk: holder, AS, routing and peering (spec 4.5, 4.7)' },
+  { name: 'workflows', description: 'Workflows: versioned definitions, runs, logs, cancel and redrive, and the public ingest URL (spec 2.5-2.7, 4.8; docs/workflows.md)' },
 ];
