@@ -49,7 +49,7 @@ describe.each(TEST_STORES)('workflows over the API on %s', (kind) => {
     expect(json(updated)).toMatchObject({ version: 2, name: 'Enrich v2' });
 
     await drain();
-    const done = json(await call('GET', `/api/workflows/runs/${run.id}`));
+    const done = json(await call('GET', `/api/workflow-runs/${run.id}`));
     expect(done).toMatchObject({ status: 'completed', steps_completed: 2, credits_used: 1, workflow_version: 1, error: null });
     expect(done.duration_ms).toBeGreaterThanOrEqual(0);
 
@@ -65,7 +65,7 @@ describe.each(TEST_STORES)('workflows over the API on %s', (kind) => {
     expect((await call('DELETE', `/api/workflows/${wf.id}`)).statusCode).toBe(200);
     expect((await call('DELETE', `/api/workflows/${wf.id}`)).statusCode).toBe(404);
     expect((await call('GET', `/api/workflows/${wf.id}`)).statusCode).toBe(404);
-    expect(json(await call('GET', `/api/workflows/runs/${run.id}`))).toMatchObject({ status: 'completed' });
+    expect(json(await call('GET', `/api/workflow-runs/${run.id}`))).toMatchObject({ status: 'completed' });
     expect((await h.engine.deps.billing.requireAccount(accountId)).credits).toBe(9);
     const audit = json(await call('GET', '/api/account/audit'));
     const entries = audit.entries as { action: string }[];
@@ -113,16 +113,16 @@ describe.each(TEST_STORES)('workflows over the API on %s', (kind) => {
     const third = await call('POST', `/api/workflows/${slow.id}/run`, {});
     expect(third.statusCode).toBe(429);
     await drain();
-    expect(json(await call('GET', `/api/workflows/runs/${a.id}`))).toMatchObject({ status: 'running', wake_at: expect.any(String) });
-    expect(json(await call('POST', `/api/workflows/runs/${a.id}/cancel`))).toMatchObject({ status: 'cancelled' });
-    expect((await call('POST', `/api/workflows/runs/${a.id}/cancel`)).statusCode).toBe(409);
-    expect((await call('POST', `/api/workflows/runs/${a.id}/redrive`)).statusCode).toBe(409);
+    expect(json(await call('GET', `/api/workflow-runs/${a.id}`))).toMatchObject({ status: 'running', wake_at: expect.any(String) });
+    expect(json(await call('POST', `/api/workflow-runs/${a.id}/cancel`))).toMatchObject({ status: 'cancelled' });
+    expect((await call('POST', `/api/workflow-runs/${a.id}/cancel`)).statusCode).toBe(409);
+    expect((await call('POST', `/api/workflow-runs/${a.id}/redrive`)).statusCode).toBe(409);
 
     const failing = json(await call('POST', '/api/workflows', { name: 'f', steps: [{ id: 'l', type: 'email_lookup', config: { input: { var: 'input.email' } } }] }));
     const bad = json(await call('POST', `/api/workflows/${failing.id}/run`, { input: { email: 'not-an-email' } }));
     await drain();
-    expect(json(await call('GET', `/api/workflows/runs/${bad.id}`))).toMatchObject({ status: 'failed', failed_step: 'l', error: { code: 'invalid_email' } });
-    expect(json(await call('POST', `/api/workflows/runs/${bad.id}/redrive`))).toMatchObject({ status: 'queued' });
+    expect(json(await call('GET', `/api/workflow-runs/${bad.id}`))).toMatchObject({ status: 'failed', failed_step: 'l', error: { code: 'invalid_email' } });
+    expect(json(await call('POST', `/api/workflow-runs/${bad.id}/redrive`))).toMatchObject({ status: 'queued' });
 
     const paused = json(await call('POST', '/api/workflows', { name: 'p', status: 'paused', steps: STEPS }));
     expect((await call('POST', `/api/workflows/${paused.id}/run`, {})).statusCode).toBe(409);

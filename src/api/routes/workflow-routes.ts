@@ -227,7 +227,7 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
   );
 
   app.get<{ Params: { runId: string } }>(
-    '/api/workflows/runs/:runId',
+    '/api/workflow-runs/:runId',
     {
       schema: { operationId: 'getWorkflowRun', summary: 'Get a workflow run', description: 'One run (spec 2.6).', tags: TAGS, params: runIdParams, response: { 200: { description: 'The run', ...runSchema }, ...errors } },
     },
@@ -236,7 +236,7 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
 
   for (const action of ['cancel', 'redrive'] as const) {
     app.post<{ Params: { runId: string } }>(
-      `/api/workflows/runs/:runId/${action}`,
+      `/api/workflow-runs/:runId/${action}`,
       {
         schema: {
           operationId: action === 'cancel' ? 'cancelWorkflowRun' : 'redriveWorkflowRun',
