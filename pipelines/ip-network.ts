@@ -10,7 +10,8 @@ export const IP_LIST_SEPARATOR = ';';
 /** Other names of an address column, as firewall, proxy and web server exports write them. */
 export const IP_ALIASES: readonly (readonly string[])[] = [
   ['ip address', 'ip addr', 'ipaddress', 'ip_address', 'address'],
-  ['ipv4', 'ipv6', 'client ip', 'source ip', 'src ip', 'remote addr', 'remote ip', 'host'],
+  // Not `host`: a host column holds names more often than addresses, and the domain report reads it.
+  ['ipv4', 'ipv6', 'client ip', 'source ip', 'src ip', 'remote addr', 'remote ip'],
 ];
 
 /**

@@ -22,7 +22,9 @@ export async function checkNamedColumns(deps: Pick<EngineDeps, 'limits'>, file: 
     await rows.next();
     await rows.return(undefined);
   } catch (e: unknown) {
-    if (isAppError(e) && COLUMN_CODES.has(e.code)) throw new AppError(ERROR_CODES.badArgument, `${e.message} (nothing was submitted)`, { cause: e });
+    // The column's own code (column_not_found, ...), as the job would have failed with, so that a
+    // script matches one code whichever way the file came in; `usage` makes it exit 2, not 1.
+    if (isAppError(e) && COLUMN_CODES.has(e.code)) throw new AppError(e.code, `${e.message} (nothing was submitted)`, { cause: e, details: { ...e.details, usage: true } });
   } finally {
     input.destroy();
   }

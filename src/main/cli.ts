@@ -137,6 +137,6 @@ main(process.argv.slice(2)).then(
     const error = toAppError(e);
     process.stderr.write(`sluice: ${error.message}${isAppError(e) ? ` (${error.code})` : ''}\n`);
     if (!isAppError(e)) process.stderr.write(`${e instanceof Error ? e.stack : ''}\n`);
-    process.exitCode = error.code === 'bad_argument' || error.code === 'bad_config' ? 2 : 1;
+    process.exitCode = error.code === 'bad_argument' || error.code === 'bad_config' || error.details?.usage === true ? 2 : 1;
   },
 );

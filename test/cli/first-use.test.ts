@@ -110,7 +110,7 @@ describe.each(TEST_STORES)('a mistyped --column, on %s', (kind) => {
       () => undefined,
       (error: unknown) => error as { code: string; message: string },
     );
-    expect(refusal?.code).toBe('bad_argument');
+    expect(refusal?.code).toBe('column_not_found');
     expect(refusal?.message).toContain('emial');
     expect(refusal?.message).toContain('e-mail');
     expect(refusal?.message).toContain('(nothing was submitted)');

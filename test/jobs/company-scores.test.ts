@@ -51,14 +51,14 @@ describe.each(TEST_STORES)('company scores on %s', (store) => {
   };
   const post = (h: ApiHarness, key: string, url: string, payload: object) => h.app.inject({ method: 'POST', url, headers: bearer(key), payload });
 
-  it('a near miss (Beta Labs 4366 for Beta Labs 434 BV) is not found and not charged, on both endpoints', async () => {
+  it('a near miss (Beta Labs 4366 for Beta Labs 434 BV) is not found on either endpoint: the agent lookup (1 per result) is free, the bulk query that ran costs 1 (spec 8)', async () => {
     const h = await harness(NEAR_MISS_ONLY);
     const { id, key } = await newAccount(h, { credits: 10 });
     const agent = json(await post(h, key, '/api/agent/company', { query: 'Beta Labs 434 BV' }));
     expect(agent).toEqual({ company: 'Beta Labs 434 BV', results: [], profile: null, total: 0, credits: 0 });
     const bulk = json(await post(h, key, '/api/bulk-company-search', { queries: ['Beta Labs 434 BV'] }));
-    expect(bulk).toEqual({ results: [{ query: 'Beta Labs 434 BV', company: null }], credits_used: 0 });
-    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(10);
+    expect(bulk).toEqual({ results: [{ query: 'Beta Labs 434 BV', company: null }], credits_used: 1 });
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(9);
   });
 
   it('the same name without its legal form is found with score 1, ahead of the near miss, which is left out', async () => {
@@ -68,8 +68,8 @@ describe.each(TEST_STORES)('company scores on %s', (store) => {
     expect(agent.results).toEqual([expect.objectContaining({ name: 'Beta Labs 434', score: 1 })]);
     expect(agent).toMatchObject({ total: 1, credits: 1, profile: { name: 'Beta Labs 434' } });
     const bulk = json(await post(h, key, '/api/bulk-company-search', { queries: ['Beta Labs 434 BV', 'Beta Labs 43'] }));
-    expect(bulk).toMatchObject({ results: [{ company: { name: 'Beta Labs 434', score: 1 } }, { company: null }], credits_used: 1 });
-    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(8);
+    expect(bulk).toMatchObject({ results: [{ company: { name: 'Beta Labs 434', score: 1 } }, { company: null }], credits_used: 2 });
+    expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(7);
   });
 
   it('a domain query is found with score 1', async () => {
@@ -79,13 +79,13 @@ describe.each(TEST_STORES)('company scores on %s', (store) => {
     expect(agent).toMatchObject({ results: [{ name: 'Beta Labs 434', domain: 'betalabs.nl', score: 1 }], credits: 1 });
   });
 
-  it('a bulk search whose confident matches the balance cannot cover is a 402 that charges nothing', async () => {
+  it('a bulk search whose queries the balance cannot cover is a 402 that charges nothing', async () => {
     const h = await harness(DIRECTORY);
     const { id, key } = await newAccount(h, { credits: 1 });
     const response = await post(h, key, '/api/bulk-company-search', { queries: ['Beta Labs 434', 'betalabs4366.com'] });
     expect(response.statusCode).toBe(402);
     expect((await h.engine.deps.billing.requireAccount(id)).credits).toBe(1);
-    // Only the confident match is priced: one query of two costs the 1 credit left.
-    expect(json(await post(h, key, '/api/bulk-company-search', { queries: ['Beta Labs 434', 'Beta Labs 9'] }))).toMatchObject({ credits_used: 1 });
+    // Every query that runs is priced, found or not (spec 8): one query costs the 1 credit left.
+    expect(json(await post(h, key, '/api/bulk-company-search', { queries: ['Beta Labs 9'] }))).toMatchObject({ results: [{ company: null }], credits_used: 1 });
   });
 });

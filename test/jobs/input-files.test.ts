@@ -46,9 +46,8 @@ describe('a file the engine cannot read', () => {
     expect(await e.deps.billing.chargeCountForJob(result.summary.id)).toBe(0);
   });
 
-  it('a --column that is not in the header fails with column_not_found', async () => {
-    const result = await run('no-such-column', 'email\njohn@example.com\n', 'work_email');
-    expect(result.summary).toMatchObject({ status: 'failed', reason: 'column_not_found', credits_used: 0 });
+  it('a --column that is not in the header is refused with column_not_found before any job is made (issue 33)', async () => {
+    await expect(run('no-such-column', 'email\njohn@example.com\n', 'work_email')).rejects.toMatchObject({ code: 'column_not_found', message: expect.stringContaining('nothing was submitted') });
   });
 });
 

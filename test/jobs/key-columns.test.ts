@@ -134,9 +134,13 @@ describe('ranking: a better name wins, two of one rank are ambiguous', () => {
   it('no two kinds of key share a name, so one column never answers lookups of two kinds by default', () => {
     // Types of one key (gender and email_breaches both read an email) share their names on purpose:
     // `type=gender,email_breaches` looks up each address of the one email column twice.
+    // A company is searched by its name or its domain, so the company lookup reads domain and website
+    // columns as the domain report does: with both in one job, one domain column answers both, as
+    // one email column answers gender and email_breaches. No other two kinds share a name.
     const byKey = new Map(Object.values(PIPELINES).map((p) => [p.keyHeader, new Set([p.keyHeader, ...p.keyAliases.flat()].map(normaliseHeader))]));
-    expect([...byKey.keys()].sort()).toEqual(['company', 'email', 'phone']);
-    const all = [...byKey.values()].flatMap((set) => [...set]);
+    expect([...byKey.keys()].sort()).toEqual(['company', 'domain', 'email', 'ip', 'phone']);
+    const domainNames = byKey.get('domain')!;
+    const all = [...byKey.entries()].flatMap(([key, set]) => [...set].filter((name) => key !== 'company' || !domainNames.has(name)));
     expect(new Set(all).size).toBe(all.length);
     for (const p of Object.values(PIPELINES)) expect(new Set([p.keyHeader, ...p.keyAliases.flat()].map(normaliseHeader))).toEqual(byKey.get(p.keyHeader));
   });

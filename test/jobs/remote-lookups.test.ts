@@ -385,8 +385,8 @@ describe('the single-lookup endpoints with remote providers', () => {
 
     const queries = { queries: ['Acme Labs', 'https://www.wonkafoods.com/', 'Initec Systems', 'Nonexistent Widgets'] };
     const bulk = await post(embedded, a.key, '/api/bulk-company-search', queries);
-    // 1 credit per query answered with a company; the query with no confident match is free.
-    expect(bulk).toMatchObject({ status: 200, body: { credits_used: 3 } });
+    // 1 credit per query that ran (spec 8), the one with no confident match included.
+    expect(bulk).toMatchObject({ status: 200, body: { credits_used: 4 } });
     expect((bulk.body.results as { company: unknown }[]).filter((r) => r.company !== null)).toHaveLength(3);
     expect(await post(remote, b.key, '/api/bulk-company-search', queries)).toEqual(bulk);
     expect(sim.stats.keys).toBe(6);

@@ -1,3 +1,4 @@
+import { isAppError } from '../../src/shared/errors.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,7 +53,15 @@ async function throughRunJob(row: FormRow): Promise<Outcome> {
   fs.writeFileSync(file, row.input);
   const account = await cli.deps.billing.createAccount({ credits: CREDITS, now: Date.now() });
   const o = row.options;
-  const run = await runJob(cli, {
+  // `sluice run` checks a named column before it makes a job (issue 33): the table's refusal, with
+  // the same code, no job and nothing charged.
+  const refusal = (e: unknown): Outcome | Promise<Outcome> => {
+    if (!isAppError(e) || e.details?.usage !== true) throw e;
+    return cli.deps.billing.requireAccount(account.id).then((a) => ({ status: 'failed', reason: e.code, creditsUsed: 0, spent: CREDITS - a.credits, all: null }));
+  };
+  let run: Awaited<ReturnType<typeof runJob>>;
+  try {
+    run = await runJob(cli, {
     file,
     type: row.type,
     accountId: account.id,
@@ -63,7 +72,10 @@ async function throughRunJob(row: FormRow): Promise<Outcome> {
     ...(o.default_country === undefined ? {} : { defaultCountry: o.default_country }),
     ...(o.column === undefined ? {} : { column: o.column }),
     ...(o.excel === 'true' ? { excel: true } : {}),
-  });
+    });
+  } catch (e: unknown) {
+    return refusal(e);
+  }
   return {
     status: run.summary.status,
     reason: run.summary.reason,
@@ -107,6 +119,16 @@ async function throughSpawnedCli(row: FormRow, env: NodeJS.ProcessEnv, dataDir: 
   const out = path.join(dir, `spawned-${ROWS.indexOf(row)}`);
   const flags = Object.entries(row.options).flatMap(([name, value]) => (name === 'excel' ? (value === 'true' ? ['--excel'] : []) : [`--${name.replaceAll('_', '-')}`, value]));
   const result = await runCli(['run', file, '--type', row.type, '--account', accountId, '--json', '--out', out, ...flags], env);
+  // A named column missing from the header is refused before any job (exit 2, the code on stderr).
+  const upFront = result.code === 2 ? /\(nothing was submitted\) \(([a-z_]+)\)\n?$/.exec(result.stderr) : null;
+  if (upFront) {
+    const peek = new DbPeek(dataDir);
+    try {
+      return { status: 'failed', reason: upFront[1]!, creditsUsed: 0, spent: CREDITS - peek.credits(accountId), all: null };
+    } finally {
+      peek.close();
+    }
+  }
   const summary = parseJson(result);
   expect(result.code, result.stderr).toBe(summary.status === 'completed' ? 0 : 1);
   const peek = new DbPeek(dataDir);
