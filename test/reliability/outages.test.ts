@@ -100,6 +100,7 @@ describe.each(TEST_STORES)('when the database is locked by another process or ca
   const ENV = { SLUICE_CHUNK_ROWS: '2000', SLUICE_BATCH_ROWS: '100', SLUICE_POLL_MS: '20', SLUICE_WORKER_CONCURRENCY: '2', SLUICE_SEAL_KEY: TEST_SEAL_KEY };
   const ROWS = 8_000;
   const LOCK_MS = 1_500;
+  const LOCK_UNTIL_MS = 15_000;
   let shared: string;
   let input: string;
   let reference: JobOutcome;
@@ -134,11 +135,16 @@ describe.each(TEST_STORES)('when the database is locked by another process or ca
   }
 
   /** The lock taken once the worker is well into the job, held `LOCK_MS`, released. */
-  async function lockMidJob(busyTimeoutMs: number) {
+  /**
+   * `until`: hold the lock past LOCK_MS until the worker shows it met it (at most LOCK_UNTIL_MS), so
+   * that a worker slowed by a loaded machine, which made no write in the first LOCK_MS, still meets it.
+   */
+  async function lockMidJob(busyTimeoutMs: number, until?: (worker: { stderr(): string }) => boolean) {
     const run = await workerMidJob(await settingsFor(busyTimeoutMs));
     const lock = await lockStore(run.dataDir, run.settings);
     const underLock = await run.db.job(run.jobId);
     await sleep(LOCK_MS);
+    for (const deadline = Date.now() + LOCK_UNTIL_MS; until && !until(run.worker) && Date.now() < deadline; ) await sleep(50);
     const beforeRelease = await run.db.job(run.jobId);
     await lock.release();
     return { ...run, underLock, beforeRelease };
@@ -162,7 +168,8 @@ describe.each(TEST_STORES)('when the database is locked by another process or ca
   // threw out of the error handler (and an idle worker died in acquireJobPhase). PostgreSQL has no
   // busy time-out; its counterpart is the next test, a database the worker cannot reach.
   it.runIf(store === STORE_KINDS.sqlite)('a lock held past the busy time-out is retried with a stated reason: the worker survives it and the job completes as an uninterrupted run', async () => {
-    const { dataDir, jobId, db, worker, settings, underLock } = await lockMidJob(300);
+    const metLock = (w: { stderr(): string }) => logRecords(w.stderr()).some((r) => RETRY_MESSAGES.has(r.msg));
+    const { dataDir, jobId, db, worker, settings, underLock } = await lockMidJob(300, metLock);
 
     expect(underLock.status).toBe('running');
     await sleep(500);
