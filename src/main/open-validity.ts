@@ -38,5 +38,6 @@ export function openValidityVerifier(config: Config, clock: Clock, slots: SlotHo
     allowPrivate: v.allowPrivate,
     blockedReason,
     hostLimiter: new SharedHostLimiter(slots, clock, v.hostConcurrency),
+    hostConcurrency: v.hostConcurrency,
   });
 }

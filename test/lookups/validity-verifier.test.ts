@@ -31,7 +31,7 @@ function zone(domain: string, mx: string, ip: string): void {
   dns.set(domain, { mx: [{ preference: 10, exchange: mx }] }).set(mx, { a: [ip] });
 }
 
-let ok: SmtpFake, catchAll: SmtpFake, greylist: SmtpFake, slow: SmtpFake, dropper: SmtpFake, tls: SmtpFake, busy: SmtpFake, picky: SmtpFake, secondary: SmtpFake, yahoo: SmtpFake;
+let plain: SmtpFake, ok: SmtpFake, catchAll: SmtpFake, greylist: SmtpFake, slow: SmtpFake, dropper: SmtpFake, tls: SmtpFake, busy: SmtpFake, picky: SmtpFake, secondary: SmtpFake, yahoo: SmtpFake;
 
 beforeAll(async () => {
   dnsServer = await dns.start();
@@ -49,6 +49,8 @@ beforeAll(async () => {
   picky = await mailHost('127.0.0.9', { users: ['p1', 'p2', 'p3'], maxRecipients: 1 });
   secondary = await mailHost('127.0.0.11', { users: ['henry'] });
   yahoo = await mailHost('127.0.0.12', { catchAll: true });
+  plain = await mailHost('127.0.0.13', { users: ['a1', 'a2', 'a3'], pipelining: false });
+  zone('plain.test', 'mx.plain.test', '127.0.0.13');
   zone('ok.test', 'mx.ok.test', '127.0.0.2');
   dns.set('ok2.test', { mx: [{ preference: 10, exchange: 'mx.ok.test' }] });
   zone('catchall.test', 'mx.catchall.test', '127.0.0.3');
@@ -139,6 +141,23 @@ describe('email verification against loopback DNS and SMTP servers', () => {
       ['accepted', false],
       ['mailbox_not_found', false],
     ]);
+    expect(ok.sessions - before).toBe(1);
+  });
+
+  it('a server that offers PIPELINING is sent a round of recipients at once; one that does not, one at a time', async () => {
+    const piped = await verifier().lookup(['a1@ok.test', 'a2@ok.test', 'a3@ok.test', 'nobody@ok.test']);
+    expect(piped.map((o) => o.ok && o.result.reason)).toEqual(['accepted', 'accepted', 'accepted', 'mailbox_not_found']);
+    expect(ok.mostRcptsInOneRead).toBeGreaterThan(1);
+    const stepwise = await verifier().lookup(['a1@plain.test', 'a2@plain.test', 'a3@plain.test', 'nobody@plain.test']);
+    expect(stepwise.map((o) => o.ok && o.result.reason)).toEqual(['accepted', 'accepted', 'accepted', 'mailbox_not_found']);
+    expect(plain.mostRcptsInOneRead).toBe(1);
+  });
+
+  it('batches asked at once share the host\'s session: the second batch joins the first one\'s queue', async () => {
+    const v = verifier();
+    const before = ok.sessions;
+    const [first, second] = await Promise.all([v.lookup(['a1@ok.test', 'a2@ok.test']), v.lookup(['a3@ok.test', 'a4@ok.test', 'nobody@ok.test'])]);
+    expect([...first!, ...second!].map((o) => o.ok && o.result.reason)).toEqual(['accepted', 'accepted', 'accepted', 'accepted', 'mailbox_not_found']);
     expect(ok.sessions - before).toBe(1);
   });
 

@@ -26,6 +26,8 @@ export interface SmtpFakeBehaviour {
   starttls?: boolean;
   /** Wait this long before each reply to RCPT TO (the bench's SMTP latency). */
   replyDelayMs?: number;
+  /** Offer PIPELINING (RFC 2920) in the EHLO reply, as smtp-server does unless told not to; default true. */
+  pipelining?: boolean;
 }
 
 /**
@@ -41,6 +43,8 @@ export class SmtpFake {
   /** Connections open now, and the most at once: what a per-host limit must keep down. */
   active = 0;
   peakActive = 0;
+  /** The most RCPT TO commands that came in one read: more than 1 only from a pipelining client. */
+  mostRcptsInOneRead = 0;
   private server: SMTPServer | undefined;
   private readonly greylisted = new Set<string>();
   private readonly sockets = new Map<number, net.Socket>();
@@ -57,6 +61,7 @@ export class SmtpFake {
       authOptional: true,
       disabledCommands: b.starttls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
       logger: false,
+      hidePIPELINING: b.pipelining === false,
       onConnect: (_session, callback) => {
         this.sessions++;
         if (b.busy) return callback(Object.assign(new Error('4.3.2 Too busy, try later'), { responseCode: 421 }));
@@ -103,6 +108,9 @@ export class SmtpFake {
       this.sockets.set(remote, socket);
       this.active++;
       this.peakActive = Math.max(this.peakActive, this.active);
+      socket.on('data', (chunk: Buffer) => {
+        this.mostRcptsInOneRead = Math.max(this.mostRcptsInOneRead, chunk.toString('latin1').match(/^RCPT TO:/gim)?.length ?? 0);
+      });
       socket.once('close', () => {
         this.active--;
         this.sockets.delete(remote);

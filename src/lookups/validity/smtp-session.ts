@@ -115,6 +115,31 @@ export class SmtpSession {
     return this.command(`RCPT TO:<${address}>`);
   }
 
+  /**
+   * RCPT TO for each address: sent in one write when the server offers PIPELINING (RFC 2920), one
+   * at a time when it does not. Yields each reply as it comes, in order, so that a connection lost
+   * in the middle keeps the answers given before it; a caller that stops early has the replies
+   * still owed read and dropped, so the next command reads its own.
+   */
+  async *rcptToEach(addresses: readonly string[]): AsyncGenerator<SmtpReply> {
+    if (!this.extensions.has('PIPELINING')) {
+      for (const address of addresses) yield await this.rcptTo(address);
+      return;
+    }
+    if (this.closedWith) throw this.closedWith;
+    this.socket.write(addresses.map((a) => `RCPT TO:<${a}>\r\n`).join(''));
+    let owed = addresses.length;
+    try {
+      while (owed > 0) {
+        const reply = await this.read();
+        owed--;
+        yield reply;
+      }
+    } finally {
+      for (; owed > 0 && !this.closedWith; owed--) await this.read().catch(() => undefined);
+    }
+  }
+
   /** Ends the transaction without a message, so the session can check another domain's addresses. */
   rset(): Promise<SmtpReply> {
     return this.command('RSET');

@@ -4,6 +4,7 @@ import type { LookupOutcome, LookupProvider } from '../lookup-provider.js';
 import { CatchAllCache } from './catch-all-cache.js';
 import { flagsOf } from './flags.js';
 import { LocalHostLimiter, type HostLimiter } from './host-limiter.js';
+import { HostSessions } from './host-sessions.js';
 import { mxStep } from './mx-step.js';
 import { providerRuleFor, PROVIDER_RULES, type ProviderRule } from './provider-rules.js';
 import { probeTargets, type ProbeTarget, type SmtpProbeOptions } from './smtp-probe.js';
@@ -24,7 +25,10 @@ export interface ValidityVerifierOptions {
   /** Why an MX address may not be connected to (the webhook address policy), or undefined. */
   blockedReason: (ip: string) => string | undefined;
   hostLimiter?: HostLimiter;
-  /** Sessions to one MX host at once when no hostLimiter is given. */
+  /**
+   * Sessions to one MX host at once: the LocalHostLimiter's limit when no hostLimiter is given, and
+   * the sessions this process opens to one host (never more than the limiter's slots allow).
+   */
   hostConcurrency?: number;
   catchAll?: CatchAllCache;
   rules?: readonly ProviderRule[];
@@ -60,12 +64,14 @@ export class ValidityVerifier implements LookupProvider<ValidityResult> {
   private readonly hostLimiter: HostLimiter;
   private readonly catchAll: CatchAllCache;
   private readonly rules: readonly ProviderRule[];
+  private readonly sessions: HostSessions;
 
   constructor(private readonly options: ValidityVerifierOptions) {
     this.maxBatch = options.maxBatch ?? 1_000;
     this.hostLimiter = options.hostLimiter ?? new LocalHostLimiter(options.hostConcurrency ?? 2);
     this.catchAll = options.catchAll ?? new CatchAllCache(options.clock);
     this.rules = options.rules ?? PROVIDER_RULES;
+    this.sessions = new HostSessions(this.probeOptions, options.hostConcurrency ?? 2);
   }
 
   async lookup(keys: readonly string[], signal?: AbortSignal): Promise<LookupOutcome<ValidityResult>[]> {
@@ -106,7 +112,7 @@ export class ValidityVerifier implements LookupProvider<ValidityResult> {
       }),
     );
     if (targets.length > 0) {
-      const probe = await probeTargets(this.probeOptions, targets, signal);
+      const probe = await probeTargets(this.probeOptions, this.sessions, targets, signal);
       for (const target of targets) {
         const catchAll = probe.catchAll.get(target.domain) ?? null;
         const checked: ValidityStep[] = [VALIDITY_STEPS.syntax, VALIDITY_STEPS.dns, VALIDITY_STEPS.flags, VALIDITY_STEPS.smtp];
