@@ -22,7 +22,22 @@ const { values } = parseArgs({ options: { hosts: { type: 'string', default: '20'
 const hosts = Number(values.hosts);
 const dnsMs = Number(values['dns-ms']);
 const smtpMs = Number(values['smtp-ms']);
-const stats = { dnsQueries: 0, sessions: 0, rcpts: 0, data: 0, peakPerHost: 0 };
+// Where the bench's time goes, from the servers' side: sessionMs is the time sessions were open
+// (summed), clientMs the time the servers waited for the verifier's next command after a reply
+// (the client's share of every round trip: its event loop, its batching), firstMs/lastMs the span (epoch ms, for the engine to compare with its own clock).
+const stats = { dnsQueries: 0, sessions: 0, rcpts: 0, data: 0, peakPerHost: 0, sessionMs: 0, clientMs: 0, firstMs: 0, lastMs: 0 };
+const opened = new Map<string, number>();
+const replied = new Map<string, number>();
+/** Replies after `ms`, noting when, so that the next command's wait is the client's. */
+const reply = (id: string, ms: number, fn: () => void): void =>
+  later(ms, () => {
+    replied.set(id, performance.now());
+    fn();
+  });
+const arrived = (id: string): void => {
+  const at = replied.get(id);
+  if (at !== undefined) stats.clientMs += performance.now() - at;
+};
 const active = new Map<string, number>();
 
 const hostIp = (i: number): string => `127.0.1.${i + 1}`;
@@ -58,20 +73,34 @@ async function startSmtp(index: number, port: number): Promise<number> {
     disabledCommands: ['AUTH', 'STARTTLS'],
     logger: false,
     maxClients: 10_000,
-    onConnect: (_s, cb) => {
+    onConnect: (session, cb) => {
       stats.sessions++;
+      const now0 = performance.now();
+      opened.set(session.id, now0);
+      if (stats.firstMs === 0) stats.firstMs = Date.now();
       const now = (active.get(ip) ?? 0) + 1;
       active.set(ip, now);
       stats.peakPerHost = Math.max(stats.peakPerHost, now);
-      later(smtpMs, () => cb());
+      reply(session.id, smtpMs, () => cb());
     },
-    onClose: () => active.set(ip, (active.get(ip) ?? 1) - 1),
-    onMailFrom: (_a, _s, cb) => later(smtpMs, () => cb()),
-    onRcptTo: (address, _s, cb) => {
+    onClose: (session) => {
+      active.set(ip, (active.get(ip) ?? 1) - 1);
+      const at = performance.now();
+      stats.sessionMs += at - (opened.get(session.id) ?? at);
+      stats.lastMs = Date.now();
+      opened.delete(session.id);
+      replied.delete(session.id);
+    },
+    onMailFrom: (_a, session, cb) => {
+      arrived(session.id);
+      reply(session.id, smtpMs, () => cb());
+    },
+    onRcptTo: (address, session, cb) => {
+      arrived(session.id);
       stats.rcpts++;
       const [local = '', domain = ''] = address.address.split('@');
       const n = Number(/^d(\d+)/.exec(domain)?.[1] ?? 0);
-      later(smtpMs, () => (local.startsWith('u') || n % 50 === 0 ? cb() : cb(fail(550, '5.1.1 User unknown'))));
+      reply(session.id, smtpMs, () => (local.startsWith('u') || n % 50 === 0 ? cb() : cb(fail(550, '5.1.1 User unknown'))));
     },
     onData: (stream, _s, cb) => {
       stats.data++;

@@ -70,11 +70,16 @@ try {
   const engine = await openEngine(loadConfig(env), silentLogger());
   const account = await engine.deps.billing.createAccount({ id: 'bench', credits: rows * 2, now: Date.now() });
   const started = performance.now();
+  const startedAt = Date.now();
+  const elu = performance.eventLoopUtilization();
+  const cpu = process.cpuUsage();
   const run = await runJob(engine, { file: input, type: 'validity', accountId: account.id, outDir: path.join(dir, 'out') });
   const seconds = (performance.now() - started) / 1000;
+  const loopBusy = performance.eventLoopUtilization(elu).utilization;
+  const cpuUsed = process.cpuUsage(cpu);
   const rss = process.resourceUsage().maxRSS * 1024;
   simulator.stdin!.write('stats\n');
-  const stats = JSON.parse(await next()) as { dnsQueries: number; sessions: number; rcpts: number; data: number; peakPerHost: number };
+  const stats = JSON.parse(await next()) as { dnsQueries: number; sessions: number; rcpts: number; data: number; peakPerHost: number; sessionMs: number; clientMs: number; firstMs: number; lastMs: number };
   await engine.close();
 
   const rate = rows / seconds;
@@ -97,6 +102,19 @@ try {
     sessionsPerAddress: Number((stats.sessions / rows).toFixed(4)),
     rcptsPerAddress: Number((stats.rcpts / rows).toFixed(3)),
     peakSessionsPerHost: stats.peakPerHost,
+    // The host slots' use between the first session and the last (1.0: every slot always open), and
+    // what each RCPT's round trip waited on the verifier beyond the server's smtpMs.
+    slotUse: Number((stats.sessionMs / (hosts * perHost * (stats.lastMs - stats.firstMs))).toFixed(3)),
+    sessionSpanSeconds: Number(((stats.lastMs - stats.firstMs) / 1000).toFixed(2)),
+    // Before the first session (upload, split, the first DNS answers) and after the last (the
+    // last checkpoints, the result files).
+    beforeSessionsSeconds: Number(((stats.firstMs - startedAt) / 1000).toFixed(2)),
+    afterSessionsSeconds: Number(((startedAt + seconds * 1000 - stats.lastMs) / 1000).toFixed(2)),
+    // The engine's event loop busy share and CPU seconds over the job: a busy loop delays every
+    // session's next command.
+    eventLoopUse: Number(loopBusy.toFixed(3)),
+    engineCpuSeconds: Number(((cpuUsed.user + cpuUsed.system) / 1e6).toFixed(2)),
+    clientMsPerCommand: Number((stats.clientMs / (stats.rcpts + stats.sessions)).toFixed(2)),
     dnsQueries: stats.dnsQueries,
     dataCommands: stats.data,
     peakRssMb: Math.round(rss / 2 ** 20),
