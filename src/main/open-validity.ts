@@ -6,6 +6,7 @@ import { SystemDnsResolver } from '../lookups/dns/system-dns-resolver.js';
 import { UdpDnsResolver } from '../lookups/dns/udp-dns-resolver.js';
 import type { SlotHolder } from '../lookups/shared-semaphore.js';
 import { SharedHostLimiter } from '../lookups/validity/host-limiter.js';
+import { CatchAllCache, CATCH_ALL_WINDOW_MS, type SharedAnswers } from '../lookups/validity/catch-all-cache.js';
 import { ValidityVerifier } from '../lookups/validity/validity-verifier.js';
 import type { Clock } from '../shared/clock.js';
 import { blockedReason } from '../webhooks/address-policy.js';
@@ -22,9 +23,10 @@ export function openDnsResolver(config: Config, clock: Clock): DnsResolver {
 
 /**
  * The email verifier with its real parts: the shared DNS layer, per-MX-host limits in the store's
- * slots, and the webhook address policy on every MX address (off only with SLUICE_SMTP_ALLOW_PRIVATE).
+ * slots, catch-all answers in the store's result cache, and the webhook address policy on every MX
+ * address (off only with SLUICE_SMTP_ALLOW_PRIVATE).
  */
-export function openValidityVerifier(config: Config, clock: Clock, slots: SlotHolder, resolver: DnsResolver = openDnsResolver(config, clock)): ValidityVerifier {
+export function openValidityVerifier(config: Config, clock: Clock, slots: SlotHolder, answers: SharedAnswers, resolver: DnsResolver = openDnsResolver(config, clock)): ValidityVerifier {
   const v = config.validity;
   const helo = v.helo ?? os.hostname();
   return new ValidityVerifier({
@@ -39,5 +41,6 @@ export function openValidityVerifier(config: Config, clock: Clock, slots: SlotHo
     blockedReason,
     hostLimiter: new SharedHostLimiter(slots, clock, v.hostConcurrency),
     hostConcurrency: v.hostConcurrency,
+    catchAll: new CatchAllCache(clock, CATCH_ALL_WINDOW_MS, undefined, answers),
   });
 }

@@ -4,6 +4,7 @@ import { parseDnsServers } from '../../src/lookups/dns/dns-resolver.js';
 import { UdpDnsResolver } from '../../src/lookups/dns/udp-dns-resolver.js';
 import { SlotHolder } from '../../src/lookups/shared-semaphore.js';
 import { SharedHostLimiter } from '../../src/lookups/validity/host-limiter.js';
+import { CATCH_ALL_KIND, CATCH_ALL_WINDOW_MS, CatchAllCache } from '../../src/lookups/validity/catch-all-cache.js';
 import { ADDRESSES_PER_SESSION } from '../../src/lookups/validity/host-sessions.js';
 import { ValidityVerifier } from '../../src/lookups/validity/validity-verifier.js';
 import { systemClock } from '../../src/shared/clock.js';
@@ -54,8 +55,23 @@ describe.each(TEST_STORES)('per-MX-host concurrency in the shared limits on %s',
       allowPrivate: true,
       blockedReason,
       hostLimiter: new SharedHostLimiter(new SlotHolder(opened.store.limits, clock), clock, 2),
+      catchAll: new CatchAllCache(clock, CATCH_ALL_WINDOW_MS, undefined, opened.store.results),
+      randomLocal: () => 'nobody-at-all',
     });
   }
+
+  it('a domain\'s catch-all probe made by one process is not made again by another on the store', async () => {
+    const probes = (): number => host.rcpts.filter((r) => r === 'nobody-at-all@shop0.test').length;
+    const before = probes();
+    const [first] = await verifier().lookup(['one@shop0.test']);
+    expect(first).toMatchObject({ ok: true, result: { reason: 'catch_all', catch_all: true } });
+    expect(probes() - before).toBe(1);
+    // The first process writes the answer without waiting for it; the second reads the store.
+    await expect.poll(async () => (await opened.store.results.getMany(CATCH_ALL_KIND, ['shop0.test'], 0)).size).toBe(1);
+    const [second] = await verifier().lookup(['two@shop0.test']);
+    expect(second).toMatchObject({ ok: true, result: { reason: 'catch_all', catch_all: true } });
+    expect(probes() - before).toBe(1);
+  });
 
   it('two processes together never hold more than SLUICE_SMTP_HOST_CONCURRENCY sessions to one MX host', async () => {
     // Each verifier's list is long enough for it to want both of its own sessions at once

@@ -58,6 +58,7 @@ export interface ProbeResult {
  * addresses while this batch waits for its other hosts.
  */
 export async function probeTargets(options: SmtpProbeOptions, sessions: HostSessions, targets: readonly ProbeTarget[], signal?: AbortSignal): Promise<ProbeResult> {
+  await options.catchAll.load(targets.map((t) => t.domain));
   const result: ProbeResult = { addresses: new Map(), catchAll: new Map(targets.map((t) => [t.domain, options.catchAll.get(t.domain) ?? null])), catchAllProbed: new Set() };
   const failures = new Map<string, HostFailure>();
   for (let rank = 0; !signal?.aborted; rank++) {
