@@ -2,17 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { hostAddresses } from './mx-step.js';
 import { classifyRcpt, type RcptAnswer } from './rcpt-reply.js';
 import { SMTP_FAILURES, SmtpConnectionError, SmtpSession, type SmtpReply } from './smtp-session.js';
-import type { SmtpProbeOptions, AddressProbe, ProbeResult } from './smtp-probe.js';
+import type { AddressProbe, HostFailure, HostItem, ProbeResult, SmtpProbeOptions } from './probe-types.js';
 import type { SmtpEvidence, TlsEvidence } from './validity-result.js';
 
-/** Why a host could not be asked about an address. */
-export type HostFailure = { reason: 'timeout' | 'smtp_unavailable' | 'blocked_address'; evidence: SmtpEvidence | null };
-
-/** Addresses of one domain to ask one MX host about, for one batch. */
-export interface HostItem {
-  domain: string;
-  address: string;
-}
 
 /**
  * Recipients one session asks before it says QUIT and the next session takes over: RFC 5321 §4.5.3.1.8

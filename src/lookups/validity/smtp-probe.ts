@@ -1,50 +1,5 @@
-import type { DnsResolver } from '../dns/dns-resolver.js';
-import type { CatchAllCache } from './catch-all-cache.js';
-import type { HostLimiter } from './host-limiter.js';
-import type { HostFailure, HostItem, HostSessions } from './host-sessions.js';
-import type { RcptAnswer } from './rcpt-reply.js';
-import type { SmtpEvidence } from './validity-result.js';
-
-export interface SmtpProbeOptions {
-  resolver: DnsResolver;
-  hostLimiter: HostLimiter;
-  catchAll: CatchAllCache;
-  port: number;
-  helo: string;
-  mailFrom: string;
-  timeoutMs: number;
-  /** Tests only: lets the prober reach loopback and private MX addresses (the address policy's switch). */
-  allowPrivate: boolean;
-  /**
-   * Why an IP is not public, or undefined: the webhook address policy's `blockedReason`, passed in
-   * by the composition root (lookups do not import webhooks).
-   */
-  blockedReason: (ip: string) => string | undefined;
-  /** Counts sessions opened, for the bench's sessions per address. */
-  onSession?: () => void;
-  randomLocal?: () => string;
-}
-
-/** What the SMTP step found for one address. */
-export type AddressProbe =
-  | { kind: 'answered'; answer: RcptAnswer; evidence: SmtpEvidence }
-  /** No host could be asked: the transient reason and what was seen last. */
-  | { kind: 'unreachable'; reason: 'timeout' | 'smtp_unavailable' | 'blocked_address'; evidence: SmtpEvidence | null };
-
-/** A domain's addresses and its MX hosts in preference order. */
-export interface ProbeTarget {
-  domain: string;
-  hosts: readonly string[];
-  addresses: readonly string[];
-}
-
-export interface ProbeResult {
-  addresses: Map<string, AddressProbe>;
-  /** Per domain: catch-all (true), not (false), or not known (null). */
-  catchAll: Map<string, boolean | null>;
-  /** Domains whose catch-all probe this batch has made, whatever it said: one per domain per batch. */
-  catchAllProbed: Set<string>;
-}
+import type { HostSessions } from './host-sessions.js';
+import type { HostFailure, HostItem, ProbeResult, ProbeTarget, SmtpProbeOptions } from './probe-types.js';
 
 /**
  * The SMTP step for a batch: addresses go to their domains' MX hosts in preference order, and the

@@ -1,5 +1,5 @@
 import type { ProviderRule } from './provider-rules.js';
-import type { AddressProbe } from './smtp-probe.js';
+import type { AddressProbe } from './probe-types.js';
 import { VALIDITY_REASONS, VALIDITY_STATUSES, type ValidityFlags, type ValidityReason, type ValidityStatus } from './validity-result.js';
 
 export type Verdict = { status: ValidityStatus; reason: ValidityReason };
