@@ -82,6 +82,8 @@ export interface ValidityConfig {
   readonly probe: boolean;
   readonly timeoutMs: number;
   readonly hostConcurrency: number;
+  /** Least time between two new connections to one MX host, across processes; 0: no pacing. */
+  readonly connectIntervalMs: number;
   readonly allowPrivate: boolean;
   readonly deadlineMs: number;
 }
@@ -276,6 +278,7 @@ export const SETTINGS = {
   smtpProbe: oneOf('SLUICE_SMTP_PROBE', ['on', 'off'] as const, 'on', 'Whether the email verifier asks mail servers (SMTP on port 25); `off` is DNS-only mode for clouds that block port 25, and mailbox-level results are `unknown` with reason `probe_disabled`.'),
   smtpTimeoutMs: int('SLUICE_SMTP_TIMEOUT_MS', 10_000, 100, 600_000, 'Time the email verifier allows for a connection to an MX host and for each of its replies.'),
   smtpHostConcurrency: int('SLUICE_SMTP_HOST_CONCURRENCY', 2, 1, 1_000, 'SMTP sessions to one MX host at once, across every process and machine on the store.'),
+  smtpHostConnectIntervalMs: int('SLUICE_SMTP_HOST_CONNECT_INTERVAL_MS', 100, 0, 60_000, 'Least time between two new SMTP connections to one MX host, across every process and machine on the store (0: no pacing).'),
   smtpAllowPrivate: bool('SLUICE_SMTP_ALLOW_PRIVATE', false, 'For tests only: lets the email verifier connect to MX hosts on loopback or private addresses. Off, an MX that resolves to such an address is never connected to (reason `blocked_address`).'),
   deferRetryMs: int('SLUICE_DEFER_RETRY_MS', 60_000, 10, 86_400_000, 'Rows a lookup could not settle for the moment (email validity: greylisting, a time-out, no mail server reachable) are tried again in a later pass of their chunk, without holding a worker: the first after this long, each next one after twice the wait before, 4 passes in all; what is still unsettled then stays an uncharged `error` row.'),
   validityDeadlineMs: int('SLUICE_VALIDITY_DEADLINE_MS', 15_000, 100, 600_000, 'How long `POST /api/lookup/email/validity` works on an address; what is not settled by then is answered `unknown` with `retry_after`, free.'),
@@ -395,6 +398,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       probe: read(s.smtpProbe) === 'on',
       timeoutMs: read(s.smtpTimeoutMs),
       hostConcurrency: read(s.smtpHostConcurrency),
+      connectIntervalMs: read(s.smtpHostConnectIntervalMs),
       allowPrivate: read(s.smtpAllowPrivate),
       deadlineMs: read(s.validityDeadlineMs),
     },

@@ -80,7 +80,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
   const passwordBreaches = openPasswordBreaches(config, store, clock);
   providers.set(PASSWORD_BREACHES_KIND, passwordBreaches);
   // Its own holder of store slots (per MX host); it renews only while a session holds a slot.
-  providers.set(VALIDITY_KIND, openValidityVerifier(config, clock, new SlotHolder(store.limits, clock), store.results));
+  providers.set(VALIDITY_KIND, openValidityVerifier(config, clock, new SlotHolder(store.limits, clock), store.limits, store.results));
   const domainReport = openDomainReport(config, clock, store, providers.get(COMPANY_KIND));
   providers.set(DOMAIN_REPORT_KIND, domainReport.provider);
   remotes.push(...domainReport.remotes);

@@ -6,9 +6,11 @@ import { SystemDnsResolver } from '../lookups/dns/system-dns-resolver.js';
 import { UdpDnsResolver } from '../lookups/dns/udp-dns-resolver.js';
 import type { SlotHolder } from '../lookups/shared-semaphore.js';
 import { SharedHostLimiter } from '../lookups/validity/host-limiter.js';
+import { HostPacer } from '../lookups/validity/host-pacer.js';
 import { CatchAllCache, CATCH_ALL_WINDOW_MS, type SharedAnswers } from '../lookups/validity/catch-all-cache.js';
 import { ValidityVerifier } from '../lookups/validity/validity-verifier.js';
 import type { Clock } from '../shared/clock.js';
+import type { SharedRecords } from '../shared/shared-records.js';
 import { blockedReason } from '../webhooks/address-policy.js';
 
 /**
@@ -23,12 +25,13 @@ export function openDnsResolver(config: Config, clock: Clock): DnsResolver {
 
 /**
  * The email verifier with its real parts: the shared DNS layer, per-MX-host limits in the store's
- * slots, catch-all answers in the store's result cache, and the webhook address policy on every MX
+ * slots and connection pacing in its shared records, catch-all answers in the store's result cache, and the webhook address policy on every MX
  * address (off only with SLUICE_SMTP_ALLOW_PRIVATE).
  */
-export function openValidityVerifier(config: Config, clock: Clock, slots: SlotHolder, answers: SharedAnswers, resolver: DnsResolver = openDnsResolver(config, clock)): ValidityVerifier {
+export function openValidityVerifier(config: Config, clock: Clock, slots: SlotHolder, records: SharedRecords, answers: SharedAnswers, resolver: DnsResolver = openDnsResolver(config, clock)): ValidityVerifier {
   const v = config.validity;
   const helo = v.helo ?? os.hostname();
+  const pacer = new HostPacer(records, clock, v.connectIntervalMs);
   return new ValidityVerifier({
     resolver,
     clock,
@@ -41,6 +44,7 @@ export function openValidityVerifier(config: Config, clock: Clock, slots: SlotHo
     blockedReason,
     hostLimiter: new SharedHostLimiter(slots, clock, v.hostConcurrency),
     hostConcurrency: v.hostConcurrency,
+    pace: (host) => pacer.wait(host),
     catchAll: new CatchAllCache(clock, CATCH_ALL_WINDOW_MS, undefined, answers),
   });
 }

@@ -99,6 +99,7 @@ const WHERE: Record<keyof typeof SETTINGS, (c: Config) => unknown> = {
   smtpProbe: (c) => (c.validity.probe ? 'on' : 'off'),
   smtpTimeoutMs: (c) => c.validity.timeoutMs,
   smtpHostConcurrency: (c) => c.validity.hostConcurrency,
+  smtpHostConnectIntervalMs: (c) => c.validity.connectIntervalMs,
   smtpAllowPrivate: (c) => c.validity.allowPrivate,
   validityDeadlineMs: (c) => c.validity.deadlineMs,
   rdapBootstrap: (c) => c.enrich.rdapBootstrap,

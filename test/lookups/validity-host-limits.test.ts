@@ -6,7 +6,8 @@ import { SlotHolder } from '../../src/lookups/shared-semaphore.js';
 import { SharedHostLimiter } from '../../src/lookups/validity/host-limiter.js';
 import { CATCH_ALL_KIND, CATCH_ALL_WINDOW_MS, CatchAllCache } from '../../src/lookups/validity/catch-all-cache.js';
 import { ADDRESSES_PER_SESSION } from '../../src/lookups/validity/host-sessions.js';
-import { ValidityVerifier } from '../../src/lookups/validity/validity-verifier.js';
+import { HostPacer } from '../../src/lookups/validity/host-pacer.js';
+import { ValidityVerifier, type ValidityVerifierOptions } from '../../src/lookups/validity/validity-verifier.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { blockedReason } from '../../src/webhooks/address-policy.js';
 import { DnsFake } from '../support/dns-fake.js';
@@ -42,7 +43,7 @@ describe.each(TEST_STORES)('per-MX-host concurrency in the shared limits on %s',
   });
   afterEach(() => opened.close());
 
-  function verifier(): ValidityVerifier {
+  function verifier(extra: Partial<ValidityVerifierOptions> = {}): ValidityVerifier {
     const clock = systemClock;
     return new ValidityVerifier({
       resolver: new CachingDnsResolver(new UdpDnsResolver({ servers: parseDnsServers(server), timeoutMs: 500 }), clock),
@@ -57,8 +58,32 @@ describe.each(TEST_STORES)('per-MX-host concurrency in the shared limits on %s',
       hostLimiter: new SharedHostLimiter(new SlotHolder(opened.store.limits, clock), clock, 2),
       catchAll: new CatchAllCache(clock, CATCH_ALL_WINDOW_MS, undefined, opened.store.results),
       randomLocal: () => 'nobody-at-all',
+      ...extra,
     });
   }
+
+  it('new connections to one MX host from three processes start at least the pacing interval apart', async () => {
+    const interval = 400;
+    const from = host.connectedAt.length;
+    // Three verifiers for three processes, each with its own pacer on the one store; each notes
+    // the time its pacer booked and when it started to connect.
+    const sessions: { booked: number; started: number }[] = [];
+    const paced = (): ValidityVerifier => {
+      const pacer = new HostPacer(opened.store.limits, systemClock, interval);
+      let booked = 0;
+      return verifier({ pace: async (h) => (booked = await pacer.wait(h)), onSession: () => sessions.push({ booked, started: Date.now() }) });
+    };
+    const outcomes = await Promise.all(['shop5', 'shop6', 'shop7'].map((d) => paced().lookup([`x@${d}.test`])));
+    expect(outcomes.flat().every((o) => o.ok)).toBe(true);
+    expect(host.connectedAt.length - from).toBe(3);
+    expect(sessions).toHaveLength(3);
+    // Bookings are an interval apart, whichever process made them; no connection starts before its
+    // booking (a start may trail it by the store's reply, which load stretches).
+    const booked = sessions.map((s) => s.booked).sort((a, b) => a - b);
+    for (let i = 1; i < booked.length; i++) expect(booked[i]! - booked[i - 1]!).toBeGreaterThanOrEqual(interval);
+    // 1 ms for Date.now()'s rounding against the timer's clock.
+    for (const s of sessions) expect(s.started).toBeGreaterThanOrEqual(s.booked - 1);
+  });
 
   it('a domain\'s catch-all probe made by one process is not made again by another on the store', async () => {
     const probes = (): number => host.rcpts.filter((r) => r === 'nobody-at-all@shop0.test').length;

@@ -45,6 +45,8 @@ export class SmtpFake {
   peakActive = 0;
   /** The most RCPT TO commands that came in one read: more than 1 only from a pipelining client. */
   mostRcptsInOneRead = 0;
+  /** When each connection came (Date.now()), in order. */
+  connectedAt: number[] = [];
   private server: SMTPServer | undefined;
   private readonly greylisted = new Set<string>();
   private readonly sockets = new Map<number, net.Socket>();
@@ -107,6 +109,7 @@ export class SmtpFake {
       const remote = socket.remotePort!;
       this.sockets.set(remote, socket);
       this.active++;
+      this.connectedAt.push(Date.now());
       this.peakActive = Math.max(this.peakActive, this.active);
       socket.on('data', (chunk: Buffer) => {
         this.mostRcptsInOneRead = Math.max(this.mostRcptsInOneRead, chunk.toString('latin1').match(/^RCPT TO:/gim)?.length ?? 0);

@@ -163,6 +163,7 @@ export class HostSessions {
     let window: Entry[] = [];
     let answered = 0;
     try {
+      await o.pace?.(host);
       o.onSession?.();
       const opened = await SmtpSession.open({ host, address: ip, port: o.port, helo: o.helo, timeoutMs: o.timeoutMs });
       if (!opened.session) return { kind: 'failed', failure: { reason: 'smtp_unavailable', evidence: evidenceOf(host, opened.banner, null) } };

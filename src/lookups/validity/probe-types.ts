@@ -20,6 +20,8 @@ export interface SmtpProbeOptions {
    * by the composition root (lookups do not import webhooks).
    */
   blockedReason: (ip: string) => string | undefined;
+  /** Resolves when a new connection to the host may start (HostPacer); none: no pacing. */
+  pace?: (host: string) => Promise<unknown>;
   /** Counts sessions opened, for the bench's sessions per address. */
   onSession?: () => void;
   randomLocal?: () => string;

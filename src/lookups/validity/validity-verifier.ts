@@ -35,6 +35,8 @@ export interface ValidityVerifierOptions {
   rules?: readonly ProviderRule[];
   maxBatch?: number;
   onSession?: () => void;
+  /** Resolves when a new connection to the host may start (HostPacer); none: no pacing. */
+  pace?: (host: string) => Promise<unknown>;
   randomLocal?: () => string;
 }
 
@@ -141,6 +143,7 @@ export class ValidityVerifier implements LookupProvider<ValidityResult> {
       allowPrivate: o.allowPrivate,
       blockedReason: o.blockedReason,
       ...(o.onSession ? { onSession: o.onSession } : {}),
+      ...(o.pace ? { pace: o.pace } : {}),
       ...(o.randomLocal ? { randomLocal: o.randomLocal } : {}),
     };
   }
