@@ -82,6 +82,7 @@ const OPERATIONS = [
   'POST /api/lists',
   'GET /api/lists',
   'GET /api/lists/{id}',
+  'GET /api/lists/{id}/targets',
   'DELETE /api/lists/{id}',
   'POST /api/workflows',
   'GET /api/workflows',
