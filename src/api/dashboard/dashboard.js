@@ -6,6 +6,7 @@
 // textContent only: no innerHTML, so no value can become markup.
 
 import { offerColumns } from './csv-columns.js';
+import { $, row } from './dom.js';
 import { canResume, reasonInWords } from './job-reasons.js';
 import { listsPanel } from './lists.js';
 import { monitorsPanel } from './monitors.js';
@@ -60,12 +61,6 @@ const ACTIVE = new Set(['queued', 'running', 'paused']);
 /** @typedef {{ credits: number, reserved: number, available: number }} AccountView */
 /** @typedef {{ at: number, processed: number, rate: number | null }} Sample */
 
-/**
- * An element of index.html. Every id asked for is in the page: a missing one is a bug of this file.
- * @param {string} id
- * @returns {HTMLElement}
- */
-const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 /** @param {string} id */
 const input = (id) => /** @type {HTMLInputElement} */ ($(id));
 /**
@@ -153,18 +148,6 @@ function el(tag, text, className) {
   if (text !== undefined && text !== null) node.textContent = String(text);
   if (className) node.className = className;
   return node;
-}
-
-/** @param {unknown[]} cells */
-function row(cells) {
-  const tr = document.createElement('tr');
-  for (const cell of cells) {
-    const td = document.createElement('td');
-    if (cell instanceof Node) td.append(cell);
-    else td.textContent = cell === null || cell === undefined ? '' : String(cell);
-    tr.append(td);
-  }
-  return tr;
 }
 
 /**

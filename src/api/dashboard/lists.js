@@ -5,6 +5,7 @@
 // order, and deleting one. Built with createElement and textContent only: targets come from customers.
 
 import { offerColumns } from './csv-columns.js';
+import { $, openableRows, row } from './dom.js';
 
 /**
  * A list as GET /api/lists shows it.
@@ -38,11 +39,6 @@ export const TARGET_PAGE = 20;
 /** Codes of a file the API refused whole, where choosing another column is the fix. */
 const COLUMN_CODES = new Set(['no_key_column', 'column_not_found', 'ambiguous_column']);
 
-/**
- * @param {string} id
- * @returns {HTMLElement}
- */
-const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 /** @param {string} id */
 const field = (id) => /** @type {HTMLInputElement} */ ($(id));
 /** @param {number} n */
@@ -58,17 +54,6 @@ const codesInWords = (byCode) =>
     .map(([code, n]) => `${code} ${count(n)}`)
     .join(', ');
 
-/** @param {unknown[]} cells */
-function row(cells) {
-  const tr = document.createElement('tr');
-  for (const cell of cells) {
-    const td = document.createElement('td');
-    td.textContent = cell === null || cell === undefined ? '' : String(cell);
-    tr.append(td);
-  }
-  return tr;
-}
-
 /** @param {ListDeps} deps */
 export function listsPanel(deps) {
   const state = {
@@ -80,22 +65,18 @@ export function listsPanel(deps) {
   };
 
   function renderLists() {
-    const body = $('list-rows');
-    deps.keepingFocus(body, () => {
-      body.replaceChildren();
-      for (const l of state.lists) {
-        const tr = row([l.name, l.type, l.status, count(l.target_count), count(l.duplicate_count), count(l.invalid_count), new Date(l.created_at).toLocaleString()]);
-        tr.dataset.id = l.id;
-        if (l.id === state.list) tr.className = 'selected';
-        deps.operable(tr, `List ${l.name}, ${l.type}, ${count(l.target_count)} targets`, () => {
-          state.list = l.id;
-          state.offset = 0;
-          renderLists();
-          void loadTargets();
-        });
-        body.append(tr);
-      }
-    });
+    openableRows(deps, $('list-rows'), state.lists, (l) => ({
+      id: l.id,
+      cells: [l.name, l.type, l.status, count(l.target_count), count(l.duplicate_count), count(l.invalid_count), new Date(l.created_at).toLocaleString()],
+      label: `List ${l.name}, ${l.type}, ${count(l.target_count)} targets`,
+      selected: l.id === state.list,
+      open: () => {
+        state.list = l.id;
+        state.offset = 0;
+        renderLists();
+        void loadTargets();
+      },
+    }));
     $('no-lists').hidden = state.lists.length > 0;
     const open = state.lists.find((l) => l.id === state.list);
     $('list-detail').hidden = !open;

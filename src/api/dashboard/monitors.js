@@ -4,6 +4,8 @@
 // see its runs, each run's results with their changes, and download them. Built with createElement
 // and textContent only, as dashboard.js: targets and values come from customers.
 
+import { $, openableRows, row } from './dom.js';
+
 /**
  * @typedef {object} MonitorView
  * @property {string} id
@@ -39,26 +41,10 @@
 /** Spec 2.8's frequencies, in words. */
 const FREQUENCY_WORDS = /** @type {Record<string, string>} */ ({ weekly: 'weekly', biweekly: 'every two weeks', monthly: 'monthly', quarterly: 'quarterly' });
 
-/**
- * @param {string} id
- * @returns {HTMLElement}
- */
-const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 /** @param {string | null | undefined} iso */
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : '');
 /** @param {unknown} v */
 const shown = (v) => (Array.isArray(v) ? (v.length === 0 ? '—' : v.join('; ')) : v === null || v === undefined ? '—' : String(v));
-
-/** @param {unknown[]} cells */
-function row(cells) {
-  const tr = document.createElement('tr');
-  for (const cell of cells) {
-    const td = document.createElement('td');
-    td.textContent = cell === null || cell === undefined ? '' : String(cell);
-    tr.append(td);
-  }
-  return tr;
-}
 
 /** @param {ResultView['changes']} changes */
 function changesInWords(changes) {
@@ -82,22 +68,18 @@ export function monitorsPanel(deps) {
   };
 
   function renderMonitors() {
-    const body = $('monitor-rows');
-    deps.keepingFocus(body, () => {
-      body.replaceChildren();
-      for (const m of state.monitors) {
-        const tr = row([m.name, m.type, m.target_count.toLocaleString('en'), m.status, when(m.last_run_at), when(m.next_run_at), FREQUENCY_WORDS[m.frequency] ?? m.frequency]);
-        tr.dataset.id = m.id;
-        if (m.id === state.monitor) tr.className = 'selected';
-        deps.operable(tr, `Monitor ${m.name}, ${m.type}`, () => {
-          state.monitor = m.id;
-          state.run = null;
-          renderMonitors();
-          void loadRuns();
-        });
-        body.append(tr);
-      }
-    });
+    openableRows(deps, $('monitor-rows'), state.monitors, (m) => ({
+      id: m.id,
+      cells: [m.name, m.type, m.target_count.toLocaleString('en'), m.status, when(m.last_run_at), when(m.next_run_at), FREQUENCY_WORDS[m.frequency] ?? m.frequency],
+      label: `Monitor ${m.name}, ${m.type}`,
+      selected: m.id === state.monitor,
+      open: () => {
+        state.monitor = m.id;
+        state.run = null;
+        renderMonitors();
+        void loadRuns();
+      },
+    }));
     $('no-monitors').hidden = state.monitors.length > 0;
     const m = state.monitors.find((x) => x.id === state.monitor);
     $('monitor-detail').hidden = !m;
@@ -105,22 +87,18 @@ export function monitorsPanel(deps) {
   }
 
   function renderRuns() {
-    const body = $('run-rows');
-    deps.keepingFocus(body, () => {
-      body.replaceChildren();
-      for (const r of state.runs) {
-        const tr = row([r.status, r.trigger, r.stats.total_records ?? '', r.stats.changes_detected ?? '', r.stats.credits_used ?? '', when(r.created_at)]);
-        tr.dataset.id = r.id;
-        tr.dataset.status = r.status;
-        if (r.id === state.run) tr.className = 'selected';
-        deps.operable(tr, `Run of ${when(r.created_at)}, ${r.status}`, () => {
-          state.run = r.id;
-          renderRuns();
-          void loadResults();
-        });
-        body.append(tr);
-      }
-    });
+    openableRows(deps, $('run-rows'), state.runs, (r) => ({
+      id: r.id,
+      cells: [r.status, r.trigger, r.stats.total_records ?? '', r.stats.changes_detected ?? '', r.stats.credits_used ?? '', when(r.created_at)],
+      label: `Run of ${when(r.created_at)}, ${r.status}`,
+      selected: r.id === state.run,
+      data: { status: r.status },
+      open: () => {
+        state.run = r.id;
+        renderRuns();
+        void loadResults();
+      },
+    }));
     $('no-runs').hidden = state.runs.length > 0;
   }
 

@@ -10,7 +10,7 @@ import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { inputOptionsOf } from './input-options.js';
 import { defaultCountryOf } from './monitor-routes.js';
-import { errorResponses, errorSchema, idParams, invalidSchema, listJsonBody, listSchema, PAGE_PROPERTIES, typeFilter } from './monitor-schemas.js';
+import { errorResponses, errorSchema, idParams, invalidSchema, listJsonBody, listSchema, PAGE_PROPERTIES, targetPageSchema, typeFilter } from './monitor-schemas.js';
 import { receiveFileUpload } from './upload.js';
 
 const FORM_FIELDS = ['name', 'type', 'column', 'default_country', 'country_column', 'delimiter', 'encoding'] as const;
@@ -128,19 +128,7 @@ export async function listRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
         params: idParams,
         querystring: { type: 'object', properties: PAGE_PROPERTIES },
         response: {
-          200: {
-            description: 'A page of targets, each under its type\'s key (email, phone, company, ip, domain) and under `target`, with its 1-based place in the list',
-            type: 'object',
-            properties: {
-              targets: {
-                type: 'array',
-                items: { type: 'object', properties: { email: { type: 'string' }, phone: { type: 'string' }, company: { type: 'string' }, ip: { type: 'string' }, domain: { type: 'string' }, target: { type: 'string' }, position: { type: 'integer' } } },
-              },
-              total: { type: 'integer' },
-              limit: { type: 'integer' },
-              offset: { type: 'integer' },
-            },
-          },
+          200: targetPageSchema('A page of targets, each under its type\'s key (email, phone, company, ip, domain) and under `target`, with its 1-based place in the list', { position: { type: 'integer' } }),
           ...errorResponses,
         },
       },
