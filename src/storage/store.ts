@@ -627,6 +627,11 @@ export interface MonitorsPort {
   lists(accountId: string, type?: MonitorType): Promise<TargetListRecord[]>;
   /** The list and its targets; monitors it seeded keep their own copies. Atomic. */
   removeList(accountId: string, id: string): Promise<boolean>;
+  /**
+   * A page of a list's targets in the list's order (as they were given), and the list's count. Two
+   * reads (the list, the page); `list_not_found` (404) for another account's list.
+   */
+  listTargets(accountId: string, listId: string, page: Page): Promise<{ targets: string[]; total: number }>;
 
   /**
    * A new active monitor whose first run is due at `startAt`, seeded with a ready list's targets

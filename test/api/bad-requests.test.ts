@@ -387,6 +387,9 @@ const rows: Row[] = [
   { name: 'credit alert: threshold not a number', method: 'PUT', url: '/api/account/credit-alert', auth: 'key', body: { threshold: 'low' }, status: 422, error: INVALID_REQUEST },
   { name: 'credit alert: no threshold', method: 'PUT', url: '/api/account/credit-alert', auth: 'key', body: {}, status: 422, error: INVALID_REQUEST },
   { name: 'lists: an unknown list', method: 'GET', url: `/api/lists/${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'List not found' },
+  { name: 'list targets: an unknown list', method: 'GET', url: `/api/lists/${UNKNOWN_UUID}/targets`, auth: 'key', status: 404, error: 'List not found' },
+  { name: 'list targets: limit 0', method: 'GET', url: `/api/lists/${UNKNOWN_UUID}/targets?limit=0`, auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'list targets: no key', method: 'GET', url: `/api/lists/${UNKNOWN_UUID}/targets`, auth: 'none', status: 401, error: 'Unauthorized' },
   { name: 'webhooks: deliveries of an unknown webhook', method: 'GET', url: `/api/webhooks/deliveries?webhook_id=${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'Webhook not found' },
   { name: 'webhooks: redeliver an unknown delivery', method: 'POST', url: `/api/webhooks/deliveries/${UNKNOWN_UUID}/redeliver`, auth: 'key', status: 404, error: 'Delivery not found' },
 ];

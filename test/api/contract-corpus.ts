@@ -117,6 +117,7 @@ export const CORPUS: CorpusStep[] = [
   { name: 'the lists', method: 'GET', path: '/api/lists', status: 200 },
   { name: 'email lists', method: 'GET', path: '/api/lists', query: { type: 'email' }, status: 200 },
   { name: 'the list', method: 'GET', path: '/api/lists/{list}', status: 200 },
+  { name: 'a page of the list\'s targets', method: 'GET', path: '/api/lists/{list}/targets', query: { limit: '1', offset: '1' }, status: 200 },
   { name: 'a monitor', method: 'POST', path: '/api/monitors', json: { name: 'staff', type: 'email', frequency: 'weekly', list_id: '{list}' }, status: 201, capture: { monitor: 'id' } },
   { name: 'the monitors', method: 'GET', path: '/api/monitors', query: { limit: '10' }, status: 200 },
   { name: 'the monitor', method: 'GET', path: '/api/monitors/{monitor}', status: 200 },

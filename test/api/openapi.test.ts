@@ -82,6 +82,7 @@ const OPERATIONS = [
   'POST /api/lists',
   'GET /api/lists',
   'GET /api/lists/{id}',
+  'GET /api/lists/{id}/targets',
   'DELETE /api/lists/{id}',
   'POST /api/workflows',
   'GET /api/workflows',
@@ -103,7 +104,7 @@ const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch'
 const PATH_ITEM_KEYS = new Set([...HTTP_METHODS, '$ref', 'summary', 'description', 'servers', 'parameters']);
 
 /** The dashboard's page and files: served by the app, but no API, so not in the document. */
-const DASHBOARD_PATHS = ['/', '/dashboard/dashboard.css', '/dashboard/dashboard.js', '/dashboard/job-reasons.js', '/dashboard/monitors.js', '/favicon.svg'];
+const DASHBOARD_PATHS = ['/', '/dashboard/dashboard.css', '/dashboard/dashboard.js', '/dashboard/job-reasons.js', '/dashboard/monitors.js', '/dashboard/lists.js', '/dashboard/csv-columns.js', '/dashboard/dom.js', '/favicon.svg'];
 /** Prometheus's scrape target: an operator's endpoint, not the API's, so not in the document. */
 const OPERATOR_PATHS = ['/metrics'];
 

@@ -5,7 +5,10 @@
 // customers (file names, webhook URLs, response bodies), so the DOM is built with createElement and
 // textContent only: no innerHTML, so no value can become markup.
 
+import { offerColumns } from './csv-columns.js';
+import { $, row } from './dom.js';
 import { canResume, reasonInWords } from './job-reasons.js';
+import { listsPanel } from './lists.js';
 import { monitorsPanel } from './monitors.js';
 
 const KEY_ITEM = 'sluice.apiKey';
@@ -58,12 +61,6 @@ const ACTIVE = new Set(['queued', 'running', 'paused']);
 /** @typedef {{ credits: number, reserved: number, available: number }} AccountView */
 /** @typedef {{ at: number, processed: number, rate: number | null }} Sample */
 
-/**
- * An element of index.html. Every id asked for is in the page: a missing one is a bug of this file.
- * @param {string} id
- * @returns {HTMLElement}
- */
-const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 /** @param {string} id */
 const input = (id) => /** @type {HTMLInputElement} */ ($(id));
 /**
@@ -116,7 +113,7 @@ class ApiError extends Error {
 /**
  * The answer's JSON body, as the caller's type says it is (the API's schema, test/api/openapi.test.ts).
  * @template T
- * @param {'GET' | 'POST'} method
+ * @param {'GET' | 'POST' | 'DELETE'} method
  * @param {string} path
  * @param {unknown} [json] a JSON body
  * @returns {Promise<T>}
@@ -151,18 +148,6 @@ function el(tag, text, className) {
   if (text !== undefined && text !== null) node.textContent = String(text);
   if (className) node.className = className;
   return node;
-}
-
-/** @param {unknown[]} cells */
-function row(cells) {
-  const tr = document.createElement('tr');
-  for (const cell of cells) {
-    const td = document.createElement('td');
-    if (cell instanceof Node) td.append(cell);
-    else td.textContent = cell === null || cell === undefined ? '' : String(cell);
-    tr.append(td);
-  }
-  return tr;
 }
 
 /**
@@ -433,6 +418,7 @@ async function signIn() {
   state.timer = window.setTimeout(poll, POLL_MS);
   loadWebhooks().catch((error) => notify(`Could not load webhooks: ${error.message}`, true));
   monitors.refresh().catch((error) => notify(`Could not load monitors: ${error.message}`, true));
+  lists.refresh().catch((error) => notify(`Could not load lists: ${error.message}`, true));
 }
 
 /** @param {string} [message] */
@@ -448,6 +434,7 @@ function signOut(message = '') {
   input('job-file').value = '';
   resetEstimate();
   monitors.reset();
+  lists.reset();
   notify(message, message !== '');
 }
 
@@ -548,10 +535,21 @@ function jobForm() {
  * @returns {Promise<any>}
  */
 async function sendJobForm(dryRun) {
-  const response = await fetch(`/api/jobs/bulk${dryRun ? '?dry_run=true' : ''}`, {
+  return postForm(`/api/jobs/bulk${dryRun ? '?dry_run=true' : ''}`, jobForm());
+}
+
+/**
+ * A multipart upload (a job's or a list's file), with the key in the Authorization header; a refusal
+ * throws an ApiError with the API's code and message.
+ * @param {string} path
+ * @param {FormData} form
+ * @returns {Promise<any>}
+ */
+async function postForm(path, form) {
+  const response = await fetch(path, {
     method: 'POST',
     headers: { authorization: `Bearer ${key.get()}`, accept: 'application/json' },
-    body: jobForm(),
+    body: form,
     cache: 'no-store',
     credentials: 'omit',
   });
@@ -590,15 +588,9 @@ function resetEstimate() {
 }
 
 /** The file's header row, read here, offered as the key column's choices. */
-async function offerColumns() {
+async function offerJobColumns() {
   resetEstimate();
-  const select = /** @type {HTMLSelectElement} */ ($('job-column'));
-  select.replaceChildren(new Option('Detect automatically', ''));
-  const file = input('job-file').files?.[0];
-  if (!file) return;
-  const head = (await file.slice(0, 65_536).text()).replace(/^\uFEFF/, '').split(/\r?\n/)[0] ?? '';
-  const delimiter = [',', ';', '\t', '|'].reduce((best, d) => (head.split(d).length > head.split(best).length ? d : best), ',');
-  for (const name of head.split(delimiter).map((c) => c.trim().replace(/^"(.*)"$/, '$1')).filter((c) => c !== '')) select.append(new Option(name, name));
+  await offerColumns(/** @type {HTMLSelectElement} */ ($('job-column')), input('job-file').files?.[0]);
 }
 
 async function estimate() {
@@ -637,9 +629,10 @@ $('job-form').addEventListener('submit', (event) => {
   void estimate();
 });
 $('job-start').addEventListener('click', () => void startJob());
-$('job-file').addEventListener('change', () => void offerColumns());
+$('job-file').addEventListener('change', () => void offerJobColumns());
 for (const id of ['job-type', 'job-column', 'job-country']) $(id).addEventListener('change', resetEstimate);
 
-const monitors = monitorsPanel({ api, save: async (path) => void (await save(path)), notify, operable, keepingFocus });
+const lists = listsPanel({ api, postForm, notify, operable, keepingFocus, listsChanged: (all) => monitors.offerLists(all) });
+const monitors = monitorsPanel({ api, save: async (path) => void (await save(path)), notify, operable, keepingFocus, listsChanged: () => lists.refresh() });
 
 if (key.get()) void signIn();

@@ -1,7 +1,10 @@
 // @ts-check
-// The dashboard's monitors (issue 33): make a list and a monitor from pasted targets, run it now,
+// The dashboard's monitors (issue 33): make a monitor, at a chosen frequency, from a list or from
+// pasted targets (which become a list), run it now,
 // see its runs, each run's results with their changes, and download them. Built with createElement
 // and textContent only, as dashboard.js: targets and values come from customers.
+
+import { $, openableRows, row } from './dom.js';
 
 /**
  * @typedef {object} MonitorView
@@ -9,6 +12,7 @@
  * @property {string} name
  * @property {string} type
  * @property {string} status
+ * @property {string} frequency
  * @property {number} target_count
  * @property {string | null} last_run_at
  * @property {string | null} next_run_at
@@ -30,28 +34,17 @@
  * @property {(message: string, isError?: boolean) => void} notify
  * @property {(tr: HTMLTableRowElement, label: string, open: () => void) => void} operable
  * @property {(body: HTMLElement, render: () => void) => void} keepingFocus
+ * @property {() => Promise<void>} listsChanged the lists panel shows the list a monitor was made with
  */
+/** @typedef {{ id: string, name: string, type: string, status: string, target_count: number }} ListChoice */
 
-/**
- * @param {string} id
- * @returns {HTMLElement}
- */
-const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+/** Spec 2.8's frequencies, in words. */
+const FREQUENCY_WORDS = /** @type {Record<string, string>} */ ({ weekly: 'weekly', biweekly: 'every two weeks', monthly: 'monthly', quarterly: 'quarterly' });
+
 /** @param {string | null | undefined} iso */
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : '');
 /** @param {unknown} v */
 const shown = (v) => (Array.isArray(v) ? (v.length === 0 ? '—' : v.join('; ')) : v === null || v === undefined ? '—' : String(v));
-
-/** @param {unknown[]} cells */
-function row(cells) {
-  const tr = document.createElement('tr');
-  for (const cell of cells) {
-    const td = document.createElement('td');
-    td.textContent = cell === null || cell === undefined ? '' : String(cell);
-    tr.append(td);
-  }
-  return tr;
-}
 
 /** @param {ResultView['changes']} changes */
 function changesInWords(changes) {
@@ -75,22 +68,18 @@ export function monitorsPanel(deps) {
   };
 
   function renderMonitors() {
-    const body = $('monitor-rows');
-    deps.keepingFocus(body, () => {
-      body.replaceChildren();
-      for (const m of state.monitors) {
-        const tr = row([m.name, m.type, m.target_count.toLocaleString('en'), m.status, when(m.last_run_at), when(m.next_run_at)]);
-        tr.dataset.id = m.id;
-        if (m.id === state.monitor) tr.className = 'selected';
-        deps.operable(tr, `Monitor ${m.name}, ${m.type}`, () => {
-          state.monitor = m.id;
-          state.run = null;
-          renderMonitors();
-          void loadRuns();
-        });
-        body.append(tr);
-      }
-    });
+    openableRows(deps, $('monitor-rows'), state.monitors, (m) => ({
+      id: m.id,
+      cells: [m.name, m.type, m.target_count.toLocaleString('en'), m.status, when(m.last_run_at), when(m.next_run_at), FREQUENCY_WORDS[m.frequency] ?? m.frequency],
+      label: `Monitor ${m.name}, ${m.type}`,
+      selected: m.id === state.monitor,
+      open: () => {
+        state.monitor = m.id;
+        state.run = null;
+        renderMonitors();
+        void loadRuns();
+      },
+    }));
     $('no-monitors').hidden = state.monitors.length > 0;
     const m = state.monitors.find((x) => x.id === state.monitor);
     $('monitor-detail').hidden = !m;
@@ -98,22 +87,18 @@ export function monitorsPanel(deps) {
   }
 
   function renderRuns() {
-    const body = $('run-rows');
-    deps.keepingFocus(body, () => {
-      body.replaceChildren();
-      for (const r of state.runs) {
-        const tr = row([r.status, r.trigger, r.stats.total_records ?? '', r.stats.changes_detected ?? '', r.stats.credits_used ?? '', when(r.created_at)]);
-        tr.dataset.id = r.id;
-        tr.dataset.status = r.status;
-        if (r.id === state.run) tr.className = 'selected';
-        deps.operable(tr, `Run of ${when(r.created_at)}, ${r.status}`, () => {
-          state.run = r.id;
-          renderRuns();
-          void loadResults();
-        });
-        body.append(tr);
-      }
-    });
+    openableRows(deps, $('run-rows'), state.runs, (r) => ({
+      id: r.id,
+      cells: [r.status, r.trigger, r.stats.total_records ?? '', r.stats.changes_detected ?? '', r.stats.credits_used ?? '', when(r.created_at)],
+      label: `Run of ${when(r.created_at)}, ${r.status}`,
+      selected: r.id === state.run,
+      data: { status: r.status },
+      open: () => {
+        state.run = r.id;
+        renderRuns();
+        void loadResults();
+      },
+    }));
     $('no-runs').hidden = state.runs.length > 0;
   }
 
@@ -149,18 +134,46 @@ export function monitorsPanel(deps) {
 
   const resultsPath = () => `/api/monitors/${encodeURIComponent(state.monitor ?? '')}/runs/${encodeURIComponent(state.run ?? '')}/results`;
 
+  /** @type {ListChoice[]} */
+  let lists = [];
+
+  /** The ready lists of the chosen type; typed targets when none is chosen (the textarea is needed only then). */
+  function renderListChoices() {
+    const select = /** @type {HTMLSelectElement} */ ($('monitor-new-list'));
+    const type = /** @type {HTMLSelectElement} */ ($('monitor-new-type')).value;
+    const chosen = select.value;
+    select.replaceChildren(new Option('The targets typed below (a new list)', ''));
+    for (const l of lists.filter((x) => x.type === type && x.status === 'ready')) {
+      select.append(new Option(`${l.name} (${l.target_count.toLocaleString('en')} targets)`, l.id, false, l.id === chosen));
+    }
+    const typed = select.value === '';
+    const targets = /** @type {HTMLTextAreaElement} */ ($('monitor-new-targets'));
+    targets.required = typed;
+    targets.disabled = !typed;
+  }
+
   async function create() {
     const name = /** @type {HTMLInputElement} */ ($('monitor-new-name')).value.trim();
     const type = /** @type {HTMLSelectElement} */ ($('monitor-new-type')).value;
-    const targets = /** @type {HTMLTextAreaElement} */ ($('monitor-new-targets')).value.split(/\r?\n/).map((t) => t.trim()).filter((t) => t !== '');
-    /** @type {{ id: string, target_count: number, invalid_count: number }} */
-    const list = await deps.api('POST', '/api/lists', { name, type, targets });
+    const frequency = /** @type {HTMLSelectElement} */ ($('monitor-new-frequency')).value;
+    let listId = /** @type {HTMLSelectElement} */ ($('monitor-new-list')).value;
+    const typed = listId === '';
+    let made = '';
+    if (typed) {
+      const targets = /** @type {HTMLTextAreaElement} */ ($('monitor-new-targets')).value.split(/\r?\n/).map((t) => t.trim()).filter((t) => t !== '');
+      /** @type {{ id: string, target_count: number, invalid_count: number }} */
+      const list = await deps.api('POST', '/api/lists', { name, type, targets });
+      listId = list.id;
+      made = list.invalid_count ? ` (${list.invalid_count} invalid ones left out)` : '';
+    }
     /** @type {MonitorView} */
-    const monitor = await deps.api('POST', '/api/monitors', { name, type, frequency: 'weekly', list_id: list.id });
-    deps.notify(`Monitor ${monitor.name} watches ${list.target_count.toLocaleString('en')} targets${list.invalid_count ? ` (${list.invalid_count} invalid ones left out)` : ''}.`);
+    const monitor = await deps.api('POST', '/api/monitors', { name, type, frequency, list_id: listId });
+    deps.notify(`Monitor ${monitor.name} watches ${monitor.target_count.toLocaleString('en')} targets${made}, ${FREQUENCY_WORDS[monitor.frequency] ?? monitor.frequency}.`);
     state.monitor = monitor.id;
     await loadMonitors();
     await loadRuns();
+    // Typed targets became a list of their own: the lists panel shows it.
+    if (typed) await deps.listsChanged();
   }
 
   async function runNow() {
@@ -177,6 +190,8 @@ export function monitorsPanel(deps) {
   });
   $('monitor-run').addEventListener('click', () => runNow().catch((error) => deps.notify(`Could not run the monitor: ${error.message}`, true)));
   $('changes-only').addEventListener('change', () => void loadResults());
+  $('monitor-new-type').addEventListener('change', renderListChoices);
+  $('monitor-new-list').addEventListener('change', renderListChoices);
   $('results-download').addEventListener('click', () => {
     const only = /** @type {HTMLInputElement} */ ($('changes-only')).checked;
     deps.save(`${resultsPath()}/download${only ? '?changes_only=true' : ''}`).catch((error) => deps.notify(`Download failed: ${error.message}`, true));
@@ -190,6 +205,14 @@ export function monitorsPanel(deps) {
     },
     /** On every poll of the page: the open monitor's runs move while they run. */
     poll: loadRuns,
+    /**
+     * The account's lists changed (loaded, uploaded, deleted): the form offers the ready ones.
+     * @param {ListChoice[]} all
+     */
+    offerLists(all) {
+      lists = all;
+      renderListChoices();
+    },
     reset() {
       Object.assign(state, { monitors: [], monitor: null, runs: [], run: null });
       for (const id of ['monitor-rows', 'run-rows', 'result-rows']) $(id).replaceChildren();

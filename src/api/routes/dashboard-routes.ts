@@ -16,6 +16,9 @@ const FILES = {
   '/dashboard/dashboard.css': { name: 'dashboard.css', type: 'text/css; charset=utf-8' },
   '/dashboard/job-reasons.js': { name: 'job-reasons.js', type: 'text/javascript; charset=utf-8' },
   '/dashboard/monitors.js': { name: 'monitors.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/lists.js': { name: 'lists.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/csv-columns.js': { name: 'csv-columns.js', type: 'text/javascript; charset=utf-8' },
+  '/dashboard/dom.js': { name: 'dom.js', type: 'text/javascript; charset=utf-8' },
   '/favicon.svg': { name: 'favicon.svg', type: 'image/svg+xml' },
 } as const;
 

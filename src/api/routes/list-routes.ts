@@ -2,15 +2,15 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseCountry } from '../../../pipelines/phone-breaches.js';
 import { FILE_ERROR_CODES } from '../../jobs/file-errors.js';
 import { invalidView, listView } from '../../monitors/monitor-views.js';
-import { monitorType } from '../../monitors/monitor-types.js';
+import { MONITOR_TYPE_SPECS, monitorType } from '../../monitors/monitor-types.js';
 import { ERROR_CODES } from '../../shared/errors.js';
-import { MAX_TARGETS } from '../../storage/monitor-records.js';
+import { MAX_TARGETS, type Page } from '../../storage/monitor-records.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { inputOptionsOf } from './input-options.js';
 import { defaultCountryOf } from './monitor-routes.js';
-import { errorResponses, errorSchema, idParams, invalidSchema, listJsonBody, listSchema, typeFilter } from './monitor-schemas.js';
+import { errorResponses, errorSchema, idParams, invalidSchema, listJsonBody, listSchema, PAGE_PROPERTIES, targetPageSchema, typeFilter } from './monitor-schemas.js';
 import { receiveFileUpload } from './upload.js';
 
 const FORM_FIELDS = ['name', 'type', 'column', 'default_country', 'country_column', 'delimiter', 'encoding'] as const;
@@ -116,6 +116,31 @@ export async function listRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
     '/api/lists/:id',
     { schema: { tags: ['lists'], params: idParams, response: { 200: { description: 'The list', ...listSchema }, ...errorResponses } } },
     async (request) => listView(await service.list(request.caller!.accountId, request.params.id)),
+  );
+
+  app.get<{ Params: { id: string }; Querystring: Page }>(
+    '/api/lists/:id/targets',
+    {
+      schema: {
+        tags: ['lists'],
+        description:
+          'A page of the list\'s targets, normalised, in the list\'s order (the order they were given; a duplicate keeps its first place). Paged, unlike the lists themselves: a list holds up to a million targets.',
+        params: idParams,
+        querystring: { type: 'object', properties: PAGE_PROPERTIES },
+        response: {
+          200: targetPageSchema('A page of targets, each under its type\'s key (email, phone, company, ip, domain) and under `target`, with its 1-based place in the list', { position: { type: 'integer' } }),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const accountId = request.caller!.accountId;
+      const { limit, offset } = request.query;
+      const list = await service.list(accountId, request.params.id);
+      const { targets, total } = await deps.engine.store.monitors.listTargets(accountId, list.id, { limit, offset });
+      const key = MONITOR_TYPE_SPECS[list.type].key;
+      return { targets: targets.map((target, i) => ({ [key]: target, target, position: offset + i + 1 })), total, limit, offset };
+    },
   );
 
   app.delete<{ Params: { id: string } }>(

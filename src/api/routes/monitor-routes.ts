@@ -19,6 +19,7 @@ import {
   PAGE_PROPERTIES,
   removeTargetsBody,
   runSchema,
+  targetPageSchema,
   targetsBody,
   typeFilter,
 } from './monitor-schemas.js';
@@ -206,19 +207,7 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
         params: idParams,
         querystring: { type: 'object', properties: PAGE_PROPERTIES },
         response: {
-          200: {
-            description: 'The monitor\'s targets in target order, each under its type\'s key (email, phone, company, ip, domain) and under `target`',
-            type: 'object',
-            properties: {
-              targets: {
-                type: 'array',
-                items: { type: 'object', properties: { email: { type: 'string' }, phone: { type: 'string' }, company: { type: 'string' }, ip: { type: 'string' }, domain: { type: 'string' }, target: { type: 'string' }, added_at: { type: 'string' } } },
-              },
-              total: { type: 'integer' },
-              limit: { type: 'integer' },
-              offset: { type: 'integer' },
-            },
-          },
+          200: targetPageSchema('The monitor\'s targets in target order, each under its type\'s key (email, phone, company, ip, domain) and under `target`', { added_at: { type: 'string' } }),
           ...errorResponses,
         },
       },

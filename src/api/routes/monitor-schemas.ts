@@ -19,6 +19,21 @@ export const PAGE_PROPERTIES = {
   offset: { type: 'integer', minimum: 0, default: 0 },
 } as const;
 
+/** A page of a monitor's or a list's targets, each under its type's key and under `target`, with `extra` fields of its own. */
+export function targetPageSchema(description: string, extra: Record<string, { type: string }>) {
+  const keys = { email: { type: 'string' }, phone: { type: 'string' }, company: { type: 'string' }, ip: { type: 'string' }, domain: { type: 'string' }, target: { type: 'string' } };
+  return {
+    description,
+    type: 'object',
+    properties: {
+      targets: { type: 'array', items: { type: 'object', properties: { ...keys, ...extra } } },
+      total: { type: 'integer' },
+      limit: { type: 'integer' },
+      offset: { type: 'integer' },
+    },
+  } as const;
+}
+
 export const typeFilter = { type: 'string', enum: TYPES, description: 'Only this monitor type' } as const;
 
 export const invalidSchema = {

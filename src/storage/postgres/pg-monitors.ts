@@ -81,6 +81,16 @@ export class PgMonitors implements MonitorsPort {
     return listRow(this.db, accountId, id);
   }
 
+  async listTargets(accountId: string, listId: string, page: Page): Promise<{ targets: string[]; total: number }> {
+    const list = await listRow(this.db, accountId, listId);
+    if (!list) throw listNotFound();
+    const { rows } = await this.db.query<{ target: string }>(
+      'SELECT target FROM list_targets WHERE list_id = $1 ORDER BY position, target COLLATE "C" LIMIT $2 OFFSET $3',
+      [list.id, page.limit, page.offset],
+    );
+    return { targets: rows.map((r) => r.target), total: list.targetCount };
+  }
+
   async lists(accountId: string, type?: MonitorType): Promise<TargetListRecord[]> {
     const { rows } = await this.db.query<ListRow>(
       `SELECT ${LIST_COLUMNS} FROM target_lists WHERE account_id = $1 AND ($2::text IS NULL OR type = $2) ORDER BY created_at DESC, id COLLATE "C" DESC`,

@@ -62,6 +62,7 @@ export class SqliteMonitors implements MonitorsPort {
         "UPDATE target_lists SET status = 'ready', invalid_count = ?, duplicate_count = ?, invalid_by_code = ? WHERE id = ?",
       ),
       removeList: db.prepare('DELETE FROM target_lists WHERE id = ? AND account_id = ?'),
+      listTargets: db.prepare('SELECT target FROM list_targets WHERE list_id = ? ORDER BY position, target LIMIT ? OFFSET ?').pluck(),
 
       insertMonitor: db.prepare(
         `INSERT INTO monitors (id, account_id, name, type, frequency, tracked_fields, change_detection, status, schedule_anchor,
@@ -158,6 +159,12 @@ export class SqliteMonitors implements MonitorsPort {
 
   async removeList(accountId: string, id: string): Promise<boolean> {
     return this.s.removeList.run(id, accountId).changes > 0;
+  }
+
+  async listTargets(accountId: string, listId: string, page: Page): Promise<{ targets: string[]; total: number }> {
+    const list = this.listRow(accountId, listId);
+    if (!list) throw listNotFound();
+    return { targets: this.s.listTargets.all(list.id, page.limit, page.offset) as string[], total: list.targetCount };
   }
 
   async create(monitor: NewMonitor, seed: { listId?: string | undefined; targets?: readonly string[] | undefined } = {}): Promise<MonitorRecord> {
