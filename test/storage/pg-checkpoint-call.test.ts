@@ -66,14 +66,19 @@ async function processingJob(jobs: PgJobs, accountId: string, id: string, chunks
   return jobs.require(id);
 }
 
+/** A fresh database with an account of 100 credits and a two-chunk job in its process phase. */
+async function twoChunkJob(name: string): Promise<{ url: string; db: PgDatabase; jobs: PgJobs; billing: PgBilling; job: JobRecord }> {
+  const { url, pools } = await scope.open(`pg_ckpt_${name}`, 1);
+  const db = pools[0]!;
+  const jobs = new PgJobs(db, hooks, NAMES);
+  const billing = new PgBilling(db, NAMES);
+  await billing.createAccount({ id: 'acc', credits: 100, now: NOW });
+  return { url, db, jobs, billing, job: await processingJob(jobs, 'acc', `job_${name}`, 2) };
+}
+
 describe.skipIf(!postgresServerUrl())('PostgreSQL checkpoint in one call', () => {
   it("a reservation and another chunk's checks do not wait for a checkpoint in flight; its counters' update is the only wait", async () => {
-    const { url, pools } = await scope.open('pg_ckpt_side', 1);
-    const db = pools[0]!;
-    const jobs = new PgJobs(db, hooks, NAMES);
-    const billing = new PgBilling(db, NAMES);
-    await billing.createAccount({ id: 'acc', credits: 100, now: NOW });
-    const job = await processingJob(jobs, 'acc', 'job_side', 2);
+    const { url, db, jobs, billing, job } = await twoChunkJob('side');
     const lease0 = (await jobs.acquireChunk('w0', NOW, LEASE_MS))!.lease;
     const lease1 = (await jobs.acquireChunk('w1', NOW, LEASE_MS))!.lease;
 
@@ -110,12 +115,7 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL checkpoint in one call', () =>
   });
 
   it('a pause waits for a checkpoint in flight, and a checkpoint after the pause writes nothing', async () => {
-    const { url, pools } = await scope.open('pg_ckpt_pause', 1);
-    const db = pools[0]!;
-    const jobs = new PgJobs(db, hooks, NAMES);
-    const billing = new PgBilling(db, NAMES);
-    await billing.createAccount({ id: 'acc', credits: 100, now: NOW });
-    const job = await processingJob(jobs, 'acc', 'job_pause', 2);
+    const { url, jobs, billing, job } = await twoChunkJob('pause');
     const lease0 = (await jobs.acquireChunk('w0', NOW, LEASE_MS))!.lease;
     const other = new pg.Client({ connectionString: url });
     await other.connect();
@@ -138,12 +138,7 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL checkpoint in one call', () =>
   });
 
   it('a key paid for before the repeat-free window is charged again: its billing row updated, the new keys inserted (migration 035)', async () => {
-    const { pools } = await scope.open('pg_ckpt_stale', 1);
-    const db = pools[0]!;
-    const jobs = new PgJobs(db, hooks, NAMES);
-    const billing = new PgBilling(db, NAMES);
-    await billing.createAccount({ id: 'acc', credits: 100, now: NOW });
-    const job = await processingJob(jobs, 'acc', 'job_stale', 2);
+    const { db, jobs, billing, job } = await twoChunkJob('stale');
     const lease0 = (await jobs.acquireChunk('w0', NOW, LEASE_MS))!.lease;
     const lease1 = (await jobs.acquireChunk('w1', NOW, LEASE_MS))!.lease;
     expect(await jobs.commitBatch(batch(job, 0, lease0, 0, ['old@x.org', 'also@x.org']))).toEqual({ ok: true, paused: false, failed: false });
