@@ -117,7 +117,7 @@ function handle(child: ChildProcess, port: number, root: string, durable: boolea
  */
 const FAST_SETTINGS = ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off', 'max_connections=200'];
 /** PostgreSQL's own defaults for durability, as a deployment keeps them. */
-const DURABLE_SETTINGS = ['fsync=on', 'synchronous_commit=on', 'full_page_writes=on', 'max_connections=200', 'shared_preload_libraries=pg_stat_statements'];
+const DURABLE_SETTINGS = ['fsync=on', 'synchronous_commit=on', 'full_page_writes=on', 'max_connections=200', 'shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'];
 
 function spawnPostgres(postgres: string, dataDir: string, socketDir: string, port: number, logFile: string, runAs: RunAs, cwd: string, durable: boolean): ChildProcess {
   const args = ['-D', dataDir, '-h', '127.0.0.1', '-p', String(port), '-k', socketDir, ...(durable ? DURABLE_SETTINGS : FAST_SETTINGS).flatMap((s) => ['-c', s])];

@@ -12,7 +12,9 @@ import { TEST_SEAL_KEY } from '../support/test-engine.js';
 
 /**
  * The one-call checkpoint (migration 020): what it holds of the job's row and for how long, that a
- * pause still waits for it, and that a job in flight when the migration is applied goes on.
+ * pause still waits for it, and that a job in flight when the migration is applied goes on. Since
+ * migration 035 it writes new billing rows without ON CONFLICT: a key paid for before the repeat-free
+ * window must then be updated, not inserted a second time.
  */
 const NAMES = new BillingKeys(Buffer.from(TEST_SEAL_KEY, 'base64'));
 const NOW = 1_700_000_000_000;
@@ -64,14 +66,19 @@ async function processingJob(jobs: PgJobs, accountId: string, id: string, chunks
   return jobs.require(id);
 }
 
+/** A fresh database with an account of 100 credits and a two-chunk job in its process phase. */
+async function twoChunkJob(name: string): Promise<{ url: string; db: PgDatabase; jobs: PgJobs; billing: PgBilling; job: JobRecord }> {
+  const { url, pools } = await scope.open(`pg_ckpt_${name}`, 1);
+  const db = pools[0]!;
+  const jobs = new PgJobs(db, hooks, NAMES);
+  const billing = new PgBilling(db, NAMES);
+  await billing.createAccount({ id: 'acc', credits: 100, now: NOW });
+  return { url, db, jobs, billing, job: await processingJob(jobs, 'acc', `job_${name}`, 2) };
+}
+
 describe.skipIf(!postgresServerUrl())('PostgreSQL checkpoint in one call', () => {
   it("a reservation and another chunk's checks do not wait for a checkpoint in flight; its counters' update is the only wait", async () => {
-    const { url, pools } = await scope.open('pg_ckpt_side', 1);
-    const db = pools[0]!;
-    const jobs = new PgJobs(db, hooks, NAMES);
-    const billing = new PgBilling(db, NAMES);
-    await billing.createAccount({ id: 'acc', credits: 100, now: NOW });
-    const job = await processingJob(jobs, 'acc', 'job_side', 2);
+    const { url, db, jobs, billing, job } = await twoChunkJob('side');
     const lease0 = (await jobs.acquireChunk('w0', NOW, LEASE_MS))!.lease;
     const lease1 = (await jobs.acquireChunk('w1', NOW, LEASE_MS))!.lease;
 
@@ -108,12 +115,7 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL checkpoint in one call', () =>
   });
 
   it('a pause waits for a checkpoint in flight, and a checkpoint after the pause writes nothing', async () => {
-    const { url, pools } = await scope.open('pg_ckpt_pause', 1);
-    const db = pools[0]!;
-    const jobs = new PgJobs(db, hooks, NAMES);
-    const billing = new PgBilling(db, NAMES);
-    await billing.createAccount({ id: 'acc', credits: 100, now: NOW });
-    const job = await processingJob(jobs, 'acc', 'job_pause', 2);
+    const { url, jobs, billing, job } = await twoChunkJob('pause');
     const lease0 = (await jobs.acquireChunk('w0', NOW, LEASE_MS))!.lease;
     const other = new pg.Client({ connectionString: url });
     await other.connect();
@@ -133,6 +135,35 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL checkpoint in one call', () =>
     expect(await jobs.commitBatch(batch(job, 0, lease0, 0, ['a@x.org']))).toEqual({ ok: true, paused: true, failed: false });
     expect(await jobs.require(job.id)).toMatchObject({ status: 'paused', processedRows: 0, creditsUsed: 0 });
     expect((await billing.requireAccount('acc')).credits).toBe(100);
+  });
+
+  it('a key paid for before the repeat-free window is charged again: its billing row updated, the new keys inserted (migration 035)', async () => {
+    const { db, jobs, billing, job } = await twoChunkJob('stale');
+    const lease0 = (await jobs.acquireChunk('w0', NOW, LEASE_MS))!.lease;
+    const lease1 = (await jobs.acquireChunk('w1', NOW, LEASE_MS))!.lease;
+    expect(await jobs.commitBatch(batch(job, 0, lease0, 0, ['old@x.org', 'also@x.org']))).toEqual({ ok: true, paused: false, failed: false });
+    // 200 days on: the window (180 days) no longer covers the first charges.
+    const later = NOW + 200 * 86_400_000;
+    const again = { ...batch(job, 1, lease1, 0, ['old@x.org', 'new@x.org']), now: later };
+    again.charges = { ...again.charges, since: later - 180 * 86_400_000 };
+    expect(await jobs.commitBatch(again)).toEqual({ ok: true, paused: false, failed: false });
+    const { rows } = await db.query<{ charged: string; n: string }>(
+      "SELECT charged_at::text AS charged, count(*)::text AS n FROM billing_cache GROUP BY charged_at ORDER BY charged_at",
+    );
+    // old@x.org's row moved to the new charge; also@x.org keeps the first; new@x.org is new.
+    expect(rows).toEqual([
+      { charged: String(NOW), n: '1' },
+      { charged: String(later), n: '2' },
+    ]);
+    expect((await db.query('SELECT 1 FROM billing_cache b JOIN ledger l ON l.seq = b.ledger_seq WHERE l.created_at = $1', [later])).rowCount).toBe(2);
+    expect((await billing.requireAccount('acc')).credits).toBe(96);
+    // Within the window the key just charged is refused by the probe, as before: nothing written.
+    const third = { ...batch(job, 0, lease0, 2, ['new@x.org']), now: later };
+    third.charges = { ...third.charges, since: later - 180 * 86_400_000 };
+    const refused = await jobs.commitBatch(third);
+    expect(refused).toMatchObject({ ok: false });
+    expect([...(refused as { billed: Set<string>[] }).billed[0]!]).toEqual(['new@x.org']);
+    expect((await billing.requireAccount('acc')).credits).toBe(96);
   });
 
   it('a job in flight when migration 020 is applied goes on from its cursor with the one-call checkpoint', async () => {
