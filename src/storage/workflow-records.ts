@@ -118,8 +118,15 @@ export interface StepCommit {
     stepsCompleted: number;
     error?: { code: string; message: string; step: string } | undefined;
   };
-  /** A lookup step's price: the ledger line's id is a pure function of (account, run, step). */
-  charge?: { ledgerId: string; amount: number; kind: string };
+  /**
+   * A lookup step's price: the ledger line's id is a pure function of (account, run, step). With
+   * `repeatFree`, the key goes through the billing cache the jobs and single lookups use: the
+   * commit is refused (`billed`, nothing written) when the account paid for it after `since`, and
+   * a charge that commits records the key there.
+   */
+  charge?: { ledgerId: string; amount: number; kind: string; repeatFree?: { key: string; since: number } };
+  /** A lookup's fresh answer for the shared result cache, written with the step. */
+  cache?: readonly { kind: string; key: string; result: unknown }[];
   /** A webhook step's delivery, written into the delivery queue with the step. */
   delivery?: { id: string; webhookId: string; messageId: string; eventType: string; payload: string };
   logs: readonly Omit<WorkflowLogRecord, 'createdAt' | 'workflowId' | 'runId'>[];
@@ -127,4 +134,5 @@ export interface StepCommit {
   now: number;
 }
 
-export type StepCommitResult = 'committed' | 'lease_lost' | 'insufficient_credits';
+/** `billed`: the charge's key was paid for meanwhile (by a job, a single lookup or another run); nothing was written. */
+export type StepCommitResult = 'committed' | 'lease_lost' | 'insufficient_credits' | 'billed';

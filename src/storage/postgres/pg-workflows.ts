@@ -4,7 +4,10 @@ import type { Page } from '../monitor-records.js';
 import type { WorkflowsPort } from '../store.js';
 import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
 import { CLAIMABLE, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
+import type { BillingKeys } from '../billing-key.js';
+import { billedAfter, insertLedgerLine, lockAccount, recordBilled } from './pg-core-charges.js';
 import type { PgDatabase, PgQueryable } from './pg-database.js';
+import { putResults } from './pg-results.js';
 
 const W = workflowColumns('"');
 const R = runColumns('"');
@@ -27,7 +30,11 @@ const INSERT_LOG = `INSERT INTO workflow_logs (id, run_id, workflow_id, step_id,
  * and the cursor, so a process that lost its lease writes nothing (its charge rolls back with it).
  */
 export class PgWorkflows implements WorkflowsPort {
-  constructor(private readonly db: PgDatabase) {}
+  constructor(
+    private readonly db: PgDatabase,
+    /** The billing cache's key names, for lookup steps' repeat-free charges. */
+    private readonly names: BillingKeys,
+  ) {}
 
   private async one<T>(q: PgQueryable, sql: string, params: unknown[]): Promise<T | undefined> {
     return (await q.query(sql, params)).rows[0] as T | undefined;
@@ -238,21 +245,26 @@ export class PgWorkflows implements WorkflowsPort {
           ],
         );
         if (moved.rowCount === 0) throw new Rollback('lease_lost');
-        if (c.charge && c.charge.amount > 0) {
-          const line = await tx.query(
-            "INSERT INTO ledger (id, account_id, delta, reason, kind, job_id, created_at) VALUES ($1, $2, $3, 'charge', $4, NULL, $5) ON CONFLICT (id) DO NOTHING",
-            [c.charge.ledgerId, c.accountId, -c.charge.amount, c.charge.kind, c.now],
-          );
-          if (line.rowCount > 0) {
+        const charge = c.charge && c.charge.amount > 0 ? c.charge : undefined;
+        if (charge) {
+          // The account's row lock, as every charge takes it: the repeat-free check and the record
+          // below see no other charge of the account half done.
+          const account = await lockAccount(tx, c.accountId);
+          const free = charge.repeatFree;
+          if (free && (await billedAfter(tx, this.names, account.seq, [charge.kind], [[free.key]], free.since))[0]!.size > 0) throw new Rollback('billed');
+          const ledgerSeq = await insertLedgerLine(tx, { id: charge.ledgerId, accountId: c.accountId, delta: -charge.amount, reason: 'charge', kind: charge.kind, jobId: null, now: c.now });
+          if (ledgerSeq !== undefined) {
             const spent = await tx.query(
               `UPDATE accounts SET credits = credits - $1
                 WHERE id = $2 AND credits - (SELECT COALESCE(SUM(amount), 0) FROM credit_reservations WHERE account_id = $2) >= $1`,
-              [c.charge.amount, c.accountId],
+              [charge.amount, c.accountId],
             );
             if (spent.rowCount === 0) throw new Rollback('insufficient_credits');
-            await tx.query('UPDATE workflow_runs SET credits_used = credits_used + $1 WHERE id = $2', [c.charge.amount, c.runId]);
+            await tx.query('UPDATE workflow_runs SET credits_used = credits_used + $1 WHERE id = $2', [charge.amount, c.runId]);
+            if (free) await recordBilled(tx, this.names, account.seq, [{ kind: charge.kind, key: free.key, ledgerSeq }], c.now);
           }
         }
+        await putResults(tx, c.cache ?? [], c.now);
         if (c.delivery) {
           const d = c.delivery;
           await tx.query(

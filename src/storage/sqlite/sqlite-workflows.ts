@@ -5,8 +5,14 @@ import type { WorkflowsPort } from '../store.js';
 import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
 import { CLAIMABLE, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
 import type { Db } from './open-database.js';
+import type { SqliteBilling } from './sqlite-billing.js';
+import type { SqliteResults } from './sqlite-results.js';
 
-class Rollback extends Error {}
+class Rollback extends Error {
+  constructor(readonly result: StepCommitResult) {
+    super(result);
+  }
+}
 
 /**
  * Workflows on SQLite. Every write is an IMMEDIATE transaction: the single writer serialises two
@@ -16,7 +22,12 @@ class Rollback extends Error {}
 export class SqliteWorkflows implements WorkflowsPort {
   private readonly s;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    /** The billing cache and result cache the jobs and single lookups use, for lookup steps. */
+    private readonly billing: SqliteBilling,
+    private readonly results: SqliteResults,
+  ) {
     const W = workflowColumns('');
     const R = runColumns('');
     this.s = {
@@ -218,12 +229,23 @@ export class SqliteWorkflows implements WorkflowsPort {
 
   async commitStep(c: StepCommit): Promise<StepCommitResult> {
     try {
-      return this.db
+      const result = this.db
         .transaction((): StepCommitResult => {
+          const charge = c.charge && c.charge.amount > 0 ? c.charge : undefined;
+          // Checked before anything is written: a key paid for meanwhile makes the step free, and
+          // the driver commits it again without the charge.
+          if (charge?.repeatFree && this.billing.freshlyBilledSync(c.accountId, charge.kind, [charge.repeatFree.key], charge.repeatFree.since).size > 0) {
+            throw new Rollback('billed');
+          }
           let credits = 0;
-          if (c.charge && c.charge.amount > 0 && this.s.insertLedger.run(c.charge.ledgerId, c.accountId, -c.charge.amount, c.charge.kind, c.now).changes > 0) {
-            if (this.s.spend.run({ amount: c.charge.amount, accountId: c.accountId }).changes === 0) throw new Rollback();
-            credits = c.charge.amount;
+          let ledgerSeq: number | undefined;
+          if (charge) {
+            const line = this.s.insertLedger.run(charge.ledgerId, c.accountId, -charge.amount, charge.kind, c.now);
+            if (line.changes > 0) {
+              if (this.s.spend.run({ amount: charge.amount, accountId: c.accountId }).changes === 0) throw new Rollback('insufficient_credits');
+              credits = charge.amount;
+              ledgerSeq = Number(line.lastInsertRowid);
+            }
           }
           const moved = this.s.advance.run({
             nextCursor: c.next.cursor,
@@ -245,7 +267,10 @@ export class SqliteWorkflows implements WorkflowsPort {
             cursor: c.cursor,
           });
           // Fenced out: the charge above (if any) rolls back with everything else.
-          if (moved.changes === 0) throw new LeaseLost();
+          if (moved.changes === 0) throw new Rollback('lease_lost');
+          // Last of the billing writes: nothing may check the billing cache after it in this transaction.
+          if (charge?.repeatFree && ledgerSeq !== undefined) this.billing.recordChargeSync(c.accountId, charge.kind, charge.repeatFree.key, ledgerSeq, c.now);
+          for (const entry of c.cache ?? []) this.results.putSync(entry.kind, entry.key, entry.result, c.now);
           if (c.delivery) {
             const d = c.delivery;
             this.s.insertDelivery.run(d.id, d.webhookId, d.messageId, d.eventType, d.payload, c.now, c.now);
@@ -254,9 +279,10 @@ export class SqliteWorkflows implements WorkflowsPort {
           return 'committed';
         })
         .immediate();
+      this.billing.afterCommit();
+      return result;
     } catch (e) {
-      if (e instanceof Rollback) return 'insufficient_credits';
-      if (e instanceof LeaseLost) return 'lease_lost';
+      if (e instanceof Rollback) return e.result;
       throw e;
     }
   }
@@ -286,4 +312,3 @@ export class SqliteWorkflows implements WorkflowsPort {
   }
 }
 
-class LeaseLost extends Error {}
