@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { driveUntilStopped } from '../shared/periodic.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { Clock } from '../shared/clock.js';
 import { ERROR_CODES, toAppError } from '../shared/errors.js';
@@ -164,25 +164,10 @@ export class WorkflowRunDriver {
   }
 }
 
-/** Drives workflow runs from this process until the returned function is called (as driveMonitorRuns). */
+/** Drives workflow runs from this process until the returned function is called (see driveUntilStopped). */
 export function driveWorkflowRuns(deps: RunDriverDeps, owner: string, pollMs: number): () => Promise<void> {
   const driver = new WorkflowRunDriver(deps, owner);
-  const stop = new AbortController();
-  const loop = (async () => {
-    while (!stop.signal.aborted) {
-      let worked = false;
-      try {
-        worked = await driver.tick(stop.signal);
-      } catch (e: unknown) {
-        deps.log.warn({ err: toAppError(e) }, 'could not look for workflow runs; trying again');
-      }
-      if (!worked) await sleep(pollMs, undefined, { signal: stop.signal }).catch(() => undefined);
-    }
-  })();
-  return async () => {
-    stop.abort();
-    await loop;
-  };
+  return driveUntilStopped((signal) => driver.tick(signal), pollMs, (e) => deps.log.warn({ err: toAppError(e) }, 'could not look for workflow runs; trying again'));
 }
 
 /** The driver's dependencies from the engine's: its store, lookups, clock, log and lease length. */

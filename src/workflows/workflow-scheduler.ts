@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
+import { tickPeriodically } from '../shared/periodic.js';
 import type { Store } from '../storage/store.js';
 import type { TriggerDefinition } from './definition.js';
 import { nextFire } from './definition.js';
@@ -50,23 +51,7 @@ export async function fireDueSchedules(deps: WorkflowSchedulerDeps): Promise<str
   }
 }
 
-/** Ticks fireDueSchedules now and every `everyMs` until the returned function is called (as scheduleMonitorsPeriodically). */
+/** Ticks fireDueSchedules now and every `everyMs` until the returned function is called (see tickPeriodically). */
 export function scheduleWorkflowsPeriodically(deps: WorkflowSchedulerDeps, everyMs = WORKFLOW_SCHEDULER_TICK_MS): () => Promise<void> {
-  let running: Promise<void> | undefined;
-  const tick = (): void => {
-    if (running) return;
-    running = fireDueSchedules(deps)
-      .then(() => undefined)
-      .catch((error: unknown) => deps.log.warn({ err: error }, 'workflow schedule tick failed; the next one tries again'))
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  tick();
-  const interval = setInterval(tick, everyMs);
-  interval.unref();
-  return async () => {
-    clearInterval(interval);
-    await running;
-  };
+  return tickPeriodically(() => fireDueSchedules(deps), everyMs, (error) => deps.log.warn({ err: error }, 'workflow schedule tick failed; the next one tries again'));
 }

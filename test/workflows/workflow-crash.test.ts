@@ -77,5 +77,5 @@ describe.each(TEST_STORES)('workflow runs under kill -9 of their workers, on %s'
     const deliveries = await s.deliveries.list(hook, 1000);
     expect(deliveries).toHaveLength(RUNS);
     expect(new Set(deliveries.map((d) => d.messageId)).size).toBe(RUNS);
-  });
+  }, 400_000);
 });
