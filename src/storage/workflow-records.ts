@@ -24,6 +24,31 @@ export interface WorkflowWrite {
   steps: string;
   /** When a schedule trigger next fires; null for other triggers and for a workflow that is not active. */
   nextRunAt: number | null;
+  /**
+   * The monitor a monitor_event trigger listens to (null or absent: none). Its runs that finish
+   * after the save start the workflow; a workflow that is not active, or made active again, or
+   * moved to another monitor, starts from the save's time (no replay of what it did not listen to).
+   */
+  monitorId?: string | null;
+}
+
+/** A completed monitor run with changes that a monitor_event workflow has not taken up yet. */
+export interface DueMonitorEvent {
+  workflowId: string;
+  accountId: string;
+  monitorId: string;
+  monitorRunId: string;
+  finishedAt: number;
+}
+
+/** Starting the run of one monitor event: `finishedAt` becomes the workflow's cursor if it was still before it. */
+export interface MonitorEventFire {
+  workflowId: string;
+  finishedAt: number;
+  runId: string;
+  input: string;
+  maxInFlight: number;
+  now: number;
 }
 
 /** A scheduled workflow whose time has come, as the scheduler reads it. */

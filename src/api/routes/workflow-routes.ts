@@ -41,7 +41,7 @@ const workflowBody = {
       type: 'object',
       required: ['type'],
       additionalProperties: true,
-      properties: { type: { type: 'string', enum: [...TRIGGER_TYPES], description: 'manual; schedule with `cron` (five fields) and `timezone` (IANA, default UTC); webhook (the ingest URL). file_upload and monitor_event are refused with trigger_unsupported' } },
+      properties: { type: { type: 'string', enum: [...TRIGGER_TYPES], description: 'manual; schedule with `cron` (five fields) and `timezone` (IANA, default UTC); webhook (the ingest URL); monitor_event with `monitor_id` (a monitor of the account: its completed runs with changes start the workflow). file_upload is refused with trigger_unsupported' } },
     },
     steps: { type: 'array', minItems: 1, maxItems: 50, items: stepSchema },
   },

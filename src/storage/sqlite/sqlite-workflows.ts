@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Lease } from '../job-records.js';
 import type { Page } from '../monitor-records.js';
 import type { WorkflowsPort } from '../store.js';
-import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
-import { CLAIMABLE, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
+import type { DueMonitorEvent, MonitorEventFire, DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
+import { CLAIMABLE, KEPT_EVENT_CURSOR, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
 import type { Db } from './open-database.js';
 import type { SqliteBilling } from './sqlite-billing.js';
 import type { SqliteResults } from './sqlite-results.js';
@@ -32,8 +32,8 @@ export class SqliteWorkflows implements WorkflowsPort {
     const R = runColumns('');
     this.s = {
       insert: db.prepare(
-        `INSERT INTO workflows (id, account_id, name, description, status, trigger, steps, version, created_at, updated_at, next_run_at)
-         VALUES (@id, @accountId, @name, @description, @status, @trigger, @steps, 1, @now, @now, @nextRunAt)`,
+        `INSERT INTO workflows (id, account_id, name, description, status, trigger, steps, version, created_at, updated_at, next_run_at, monitor_id, event_after)
+         VALUES (@id, @accountId, @name, @description, @status, @trigger, @steps, 1, @now, @now, @nextRunAt, @monitorId, CASE WHEN @monitorId IS NULL THEN NULL ELSE @now END)`,
       ),
       insertVersion: db.prepare(
         `INSERT INTO workflow_versions (workflow_id, version, name, description, status, trigger, steps, created_at)
@@ -47,7 +47,9 @@ export class SqliteWorkflows implements WorkflowsPort {
       count: db.prepare('SELECT count(*) AS n FROM workflows WHERE account_id = @accountId AND deleted_at IS NULL AND (@status IS NULL OR status = @status)'),
       update: db.prepare(
         `UPDATE workflows SET name = @name, description = @description, status = @status, trigger = @trigger, steps = @steps,
-           next_run_at = @nextRunAt, version = version + 1, updated_at = @now WHERE id = @id AND account_id = @accountId AND deleted_at IS NULL`,
+           next_run_at = @nextRunAt, version = version + 1, updated_at = @now,
+           monitor_id = @monitorId, event_after = ${KEPT_EVENT_CURSOR('@monitorId', '@status', '@now')}
+         WHERE id = @id AND account_id = @accountId AND deleted_at IS NULL`,
       ),
       delete: db.prepare('UPDATE workflows SET deleted_at = ? WHERE id = ? AND account_id = ? AND deleted_at IS NULL'),
       inFlight: db.prepare("SELECT count(*) AS n FROM workflow_runs WHERE account_id = ? AND status IN ('queued', 'running')"),
@@ -99,6 +101,14 @@ export class SqliteWorkflows implements WorkflowsPort {
         `SELECT id, account_id AS accountId, trigger, next_run_at AS nextRunAt FROM workflows
           WHERE next_run_at IS NOT NULL AND next_run_at <= ? AND deleted_at IS NULL AND status = 'active' ORDER BY next_run_at, id LIMIT ?`,
       ),
+      dueEvents: db.prepare(
+        `SELECT w.id AS workflowId, w.account_id AS accountId, w.monitor_id AS monitorId, r.id AS monitorRunId, r.finished_at AS finishedAt
+           FROM workflows w JOIN monitor_runs r ON r.monitor_id = w.monitor_id AND r.account_id = w.account_id
+          WHERE w.monitor_id IS NOT NULL AND w.deleted_at IS NULL AND w.status = 'active'
+            AND r.status = 'completed' AND r.changes_detected > 0 AND r.finished_at > w.event_after
+          ORDER BY r.finished_at, w.id LIMIT ?`,
+      ),
+      moveEvent: db.prepare("UPDATE workflows SET event_after = ? WHERE id = ? AND event_after < ? AND deleted_at IS NULL AND status = 'active'"),
       moveDue: db.prepare("UPDATE workflows SET next_run_at = ? WHERE id = ? AND next_run_at = ? AND deleted_at IS NULL AND status = 'active'"),
       byId: db.prepare(`SELECT ${W} FROM workflows WHERE id = ?`),
       setIngest: db.prepare(
@@ -122,7 +132,7 @@ export class SqliteWorkflows implements WorkflowsPort {
   async create(input: WorkflowWrite & { id: string; accountId: string; now: number }): Promise<WorkflowRecord> {
     return this.db
       .transaction(() => {
-        this.s.insert.run(input);
+        this.s.insert.run({ ...input, monitorId: input.monitorId ?? null });
         this.s.insertVersion.run(input.id);
         return this.s.get.get(input.id, input.accountId) as WorkflowRecord;
       })
@@ -142,7 +152,7 @@ export class SqliteWorkflows implements WorkflowsPort {
   async update(accountId: string, id: string, changes: WorkflowWrite, now: number): Promise<WorkflowRecord | undefined> {
     return this.db
       .transaction(() => {
-        if (this.s.update.run({ ...changes, id, accountId, now }).changes === 0) return undefined;
+        if (this.s.update.run({ ...changes, monitorId: changes.monitorId ?? null, id, accountId, now }).changes === 0) return undefined;
         this.s.insertVersion.run(id);
         return this.s.get.get(id, accountId) as WorkflowRecord;
       })
@@ -172,15 +182,30 @@ export class SqliteWorkflows implements WorkflowsPort {
   }
 
   async fireSchedule(f: ScheduleFire): Promise<ScheduleFireResult> {
-    return this.db
-      .transaction((): ScheduleFireResult => {
-        if (this.s.moveDue.run(f.nextAt, f.workflowId, f.dueAt).changes === 0) return 'taken';
-        const wf = this.s.byId.get(f.workflowId) as WorkflowRecord;
-        if ((this.s.inFlight.get(wf.accountId) as { n: number }).n >= f.maxInFlight) return 'limited';
-        this.s.insertRun.run(f.runId, wf.accountId, wf.id, wf.version, wf.name, f.input, (JSON.parse(wf.steps) as unknown[]).length, f.now);
-        return 'started';
-      })
-      .immediate();
+    return this.fire(f, () => this.s.moveDue.run(f.nextAt, f.workflowId, f.dueAt).changes > 0);
+  }
+
+  async dueMonitorEvents(limit: number): Promise<DueMonitorEvent[]> {
+    return this.s.dueEvents.all(limit) as DueMonitorEvent[];
+  }
+
+  async fireMonitorEvent(f: MonitorEventFire): Promise<ScheduleFireResult> {
+    return this.fire(f, () => this.s.moveEvent.run(f.finishedAt, f.workflowId, f.finishedAt).changes > 0);
+  }
+
+  /** A run a trigger starts: `move` is the trigger's compare-and-set (false: another process fired first). */
+  private fire(f: { workflowId: string; runId: string; input: string; maxInFlight: number; now: number }, move: () => boolean): Promise<ScheduleFireResult> {
+    return Promise.resolve(
+      this.db
+        .transaction((): ScheduleFireResult => {
+          if (!move()) return 'taken';
+          const wf = this.s.byId.get(f.workflowId) as WorkflowRecord;
+          if ((this.s.inFlight.get(wf.accountId) as { n: number }).n >= f.maxInFlight) return 'limited';
+          this.s.insertRun.run(f.runId, wf.accountId, wf.id, wf.version, wf.name, f.input, (JSON.parse(wf.steps) as unknown[]).length, f.now);
+          return 'started';
+        })
+        .immediate(),
+    );
   }
 
   async setIngestToken(accountId: string, id: string, hash: string, graceUntil: number): Promise<boolean> {
