@@ -815,6 +815,15 @@ export interface WorkflowsPort {
    * of processes fire at once.
    */
   fireSchedule(fire: ScheduleFire): Promise<ScheduleFireResult>;
+  /** JSON text of the steps of the version the run pinned; undefined for another account's run. A read. */
+  pinnedSteps(accountId: string, runId: string): Promise<string | undefined>;
+  /**
+   * A new queued run of an ended run's pinned version and input, starting at step `cursor` with
+   * `outputs` (the earlier steps' outputs, `stepsCompleted` of them) already in place. `workflow_run_not_found` (404),
+   * `invalid_state` (409) while the run is queued or running, `too_many_runs` (429) as startRun.
+   * Atomic, serialised per account as startRun.
+   */
+  rerun(input: { sourceRunId: string; id: string; accountId: string; cursor: number; outputs: string; stepsCompleted: number; maxInFlight: number; now: number }): Promise<WorkflowRunRecord>;
   /** Completed monitor runs with changes that active monitor_event workflows have not taken up, oldest first. A read. */
   dueMonitorEvents(limit: number): Promise<DueMonitorEvent[]>;
   /**

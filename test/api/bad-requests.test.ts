@@ -360,6 +360,8 @@ const rows: Row[] = [
   { name: 'workflow run: an unknown run', method: 'GET', url: `/api/workflow-runs/${UNKNOWN_UUID}`, auth: 'key', status: 404, error: `no workflow run ${UNKNOWN_UUID}` },
   { name: 'workflow run: cancel an unknown run', method: 'POST', url: `/api/workflow-runs/${UNKNOWN_UUID}/cancel`, auth: 'key', status: 404, error: `no workflow run ${UNKNOWN_UUID}` },
   { name: 'workflow run: redrive an unknown run', method: 'POST', url: `/api/workflow-runs/${UNKNOWN_UUID}/redrive`, auth: 'key', status: 404, error: `no workflow run ${UNKNOWN_UUID}` },
+  { name: 'workflow run: rerun an unknown run', method: 'POST', url: `/api/workflow-runs/${UNKNOWN_UUID}/rerun`, auth: 'key', body: { from_step: 'a' }, status: 404, error: `no workflow run ${UNKNOWN_UUID}` },
+  { name: 'workflow run: rerun without from_step', method: 'POST', url: `/api/workflow-runs/${UNKNOWN_UUID}/rerun`, auth: 'key', body: {}, status: 422, error: INVALID_REQUEST },
   { name: 'workflow: an unknown workflow', method: 'GET', url: `/api/workflows/${UNKNOWN_UUID}`, auth: 'key', status: 404, error: `no workflow ${UNKNOWN_UUID}` },
   { name: 'workflow: update an unknown workflow', method: 'PUT', url: `/api/workflows/${UNKNOWN_UUID}`, auth: 'key', body: { name: 'w', steps: [{ id: 'a', type: 'delay', config: { seconds: 1 } }] }, status: 404, error: `no workflow ${UNKNOWN_UUID}` },
   { name: 'workflow: update with an unknown field', method: 'PUT', url: `/api/workflows/${UNKNOWN_UUID}`, auth: 'key', body: { name: 'w', steps: [], colour: 'red' }, status: 422, error: INVALID_REQUEST },

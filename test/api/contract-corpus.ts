@@ -148,6 +148,8 @@ export const CORPUS: CorpusStep[] = [
   { name: 'its log', method: 'GET', path: '/api/workflows/logs', query: { run_id: '{workflowRun}', limit: '10' }, status: 200 },
   { name: 'cancel the run', method: 'POST', path: '/api/workflow-runs/{workflowRun}/cancel', status: 200 },
   { name: 'redrive a run that did not fail', method: 'POST', path: '/api/workflow-runs/{workflowRun}/redrive', status: 409 },
+  { name: 'what a rerun from its step would cost', method: 'POST', path: '/api/workflow-runs/{workflowRun}/rerun', json: { from_step: 'wait', dry_run: true }, status: 200 },
+  { name: 'rerun it from its step', method: 'POST', path: '/api/workflow-runs/{workflowRun}/rerun', json: { from_step: 'wait' }, status: 202 },
   { name: 'an ingest URL', method: 'POST', path: '/api/workflows/{workflow}/ingest-token', status: 201, capture: { ingestToken: 'token' } },
   { name: 'a run through the ingest URL', method: 'POST', path: '/api/ingest/workflows/{ingestToken}', as: 'none', headers: { 'idempotency-key': 'corpus-1' }, json: { email: 'john.smith@example.org' }, status: 202 },
   { name: 'the same request again', method: 'POST', path: '/api/ingest/workflows/{ingestToken}', as: 'none', headers: { 'idempotency-key': 'corpus-1' }, json: { email: 'john.smith@example.org' }, status: 200 },

@@ -93,6 +93,7 @@ const OPERATIONS = [
   'GET /api/workflow-runs/{runId}',
   'POST /api/workflow-runs/{runId}/cancel',
   'POST /api/workflow-runs/{runId}/redrive',
+  'POST /api/workflow-runs/{runId}/rerun',
   'GET /api/workflows/logs',
   'POST /api/workflows/{id}/ingest-token',
   'DELETE /api/workflows/{id}/ingest-token',

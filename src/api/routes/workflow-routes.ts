@@ -4,6 +4,7 @@ import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import { STEP_TYPES, TRIGGER_TYPES, WORKFLOW_STATUSES } from '../../workflows/definition.js';
 import { workflowNotFound } from '../../storage/workflow-rows.js';
+import { estimateView, rerunFromStep } from '../../workflows/rerun.js';
 import { logView, runView, WorkflowService, workflowView, type WorkflowBody } from '../../workflows/workflow-service.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
@@ -109,6 +110,23 @@ const invalid = {
   },
 } as const;
 const conflict = { 409: { description: 'invalid_state: the workflow is not active, or the run cannot make this move', ...errorSchema } } as const;
+
+const rerunSchema = {
+  type: 'object',
+  required: ['run', 'estimate'],
+  properties: {
+    run: { anyOf: [runSchema, { type: 'null' }] },
+    estimate: {
+      type: 'object',
+      required: ['credits', 'lookup_steps', 'free_repeats'],
+      properties: {
+        credits: { type: 'integer', description: 'The most the run can cost from the chosen step on' },
+        lookup_steps: { type: 'integer', description: 'Lookup steps from the chosen step on' },
+        free_repeats: { type: 'integer', description: 'Of them, those whose key is known now and already paid for within the repeat-free window' },
+      },
+    },
+  },
+} as const;
 
 const pageQuery = (extra: Record<string, unknown>) =>
   ({
@@ -258,6 +276,42 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
       },
     );
   }
+
+  app.post<{ Params: { runId: string }; Body: { from_step: string; dry_run?: boolean } }>(
+    '/api/workflow-runs/:runId/rerun',
+    {
+      schema: {
+        operationId: 'rerunWorkflowRun',
+        summary: 'Run an ended run again from a step',
+        description:
+          'Queues a NEW run of the ended run\'s pinned version and input, starting at `from_step`: the earlier steps\' outputs are copied, neither executed nor charged again. `estimate` is the most it can cost: one credit per lookup step from there on, less those whose key is already known and paid for within the repeat-free window. With `dry_run`, only the estimate (200), no run. 409 while the run is queued or running.',
+        tags: TAGS,
+        params: runIdParams,
+        body: {
+          type: 'object',
+          required: ['from_step'],
+          additionalProperties: false,
+          properties: { from_step: { type: 'string', minLength: 1, maxLength: 40, description: 'The id of a step of the run\'s version' }, dry_run: { type: 'boolean', default: false } },
+        },
+        response: {
+          200: { description: 'dry_run: the estimate only', ...rerunSchema },
+          202: { description: 'The new run, queued, and its estimate', ...rerunSchema },
+          ...errors,
+          ...forbidden,
+          ...invalid,
+          ...conflict,
+          429: { description: 'too_many_runs: the account has its limit of runs queued or running', ...errorSchema },
+        },
+      },
+    },
+    async (request, reply) => {
+      const caller = requireWritable(request);
+      const rerunDeps = { store, clock, repeatFreeDays: deps.engine.repeatFreeDays, runsInFlight: deps.settings.workflowRunsInFlight ?? 100 };
+      const dryRun = request.body.dry_run ?? false;
+      const { run, estimate } = await rerunFromStep(rerunDeps, caller.accountId, request.params.runId, request.body.from_step, dryRun);
+      return reply.code(dryRun ? 200 : 202).send({ run: run === null ? null : runView(run, clock.now()), estimate: estimateView(estimate) });
+    },
+  );
 
   app.get<{ Params: { id: string } }>(
     '/api/workflows/:id',

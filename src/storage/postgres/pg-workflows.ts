@@ -120,6 +120,33 @@ export class PgWorkflows implements WorkflowsPort {
     return this.fire(f, (tx) => tx.query("UPDATE workflows SET next_run_at = $1 WHERE id = $2 AND next_run_at = $3 AND deleted_at IS NULL AND status = 'active'", [f.nextAt, f.workflowId, f.dueAt]));
   }
 
+  async pinnedSteps(accountId: string, runId: string): Promise<string | undefined> {
+    const row = await this.one<{ steps: string }>(
+      this.db,
+      'SELECT v.steps FROM workflow_runs r JOIN workflow_versions v ON v.workflow_id = r.workflow_id AND v.version = r.workflow_version WHERE r.id = $1 AND r.account_id = $2',
+      [runId, accountId],
+    );
+    return row?.steps;
+  }
+
+  async rerun(input: { sourceRunId: string; id: string; accountId: string; cursor: number; outputs: string; stepsCompleted: number; maxInFlight: number; now: number }): Promise<WorkflowRunRecord> {
+    return this.db.transaction(async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext('workflow_runs:' || $1))", [input.accountId]);
+      const found = await this.one<{ status: string }>(tx, 'SELECT status FROM workflow_runs WHERE id = $1 AND account_id = $2', [input.sourceRunId, input.accountId]);
+      if (!found) throw runNotFound(input.sourceRunId);
+      if (found.status === 'queued' || found.status === 'running') throw runEnded(input.sourceRunId, found.status, 'only a run that has ended can be run again');
+      const busy = await this.one<{ n: number }>(tx, "SELECT count(*) AS n FROM workflow_runs WHERE account_id = $1 AND status IN ('queued', 'running')", [input.accountId]);
+      if (busy!.n >= input.maxInFlight) throw tooManyRuns(input.maxInFlight);
+      await tx.query(
+        `INSERT INTO workflow_runs (id, account_id, workflow_id, workflow_version, workflow_name, status, input, outputs, cursor, steps_completed, steps_total, created_at)
+         SELECT $1, account_id, workflow_id, workflow_version, workflow_name, 'queued', input, $2, $3, $6, steps_total, $4 FROM workflow_runs WHERE id = $5`,
+        [input.id, input.outputs, input.cursor, input.now, input.sourceRunId, input.stepsCompleted],
+      );
+      await tx.query(INSERT_LOG, [`wfl_${randomUUID()}`, null, 'info', `run again from step ${input.cursor + 1} of run ${input.sourceRunId}`, JSON.stringify({ source_run_id: input.sourceRunId, cursor: input.cursor }), input.now, input.id]);
+      return (await this.one<WorkflowRunRecord>(tx, `SELECT ${R} FROM workflow_runs WHERE id = $1`, [input.id]))!;
+    });
+  }
+
   async dueMonitorEvents(limit: number): Promise<DueMonitorEvent[]> {
     const { rows } = await this.db.query<DueMonitorEvent>(
       `SELECT w.id AS "workflowId", w.account_id AS "accountId", w.monitor_id AS "monitorId", r.id AS "monitorRunId", r.finished_at AS "finishedAt"

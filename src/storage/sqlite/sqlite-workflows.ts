@@ -109,6 +109,13 @@ export class SqliteWorkflows implements WorkflowsPort {
           ORDER BY r.finished_at, w.id LIMIT ?`,
       ),
       moveEvent: db.prepare("UPDATE workflows SET event_after = ? WHERE id = ? AND event_after < ? AND deleted_at IS NULL AND status = 'active'"),
+      pinned: db.prepare(
+        'SELECT v.steps FROM workflow_runs r JOIN workflow_versions v ON v.workflow_id = r.workflow_id AND v.version = r.workflow_version WHERE r.id = ? AND r.account_id = ?',
+      ),
+      insertRerun: db.prepare(
+        `INSERT INTO workflow_runs (id, account_id, workflow_id, workflow_version, workflow_name, status, input, outputs, cursor, steps_completed, steps_total, created_at)
+         SELECT @id, account_id, workflow_id, workflow_version, workflow_name, 'queued', input, @outputs, @cursor, @stepsCompleted, steps_total, @now FROM workflow_runs WHERE id = @sourceRunId`,
+      ),
       moveDue: db.prepare("UPDATE workflows SET next_run_at = ? WHERE id = ? AND next_run_at = ? AND deleted_at IS NULL AND status = 'active'"),
       byId: db.prepare(`SELECT ${W} FROM workflows WHERE id = ?`),
       setIngest: db.prepare(
@@ -183,6 +190,24 @@ export class SqliteWorkflows implements WorkflowsPort {
 
   async fireSchedule(f: ScheduleFire): Promise<ScheduleFireResult> {
     return this.fire(f, () => this.s.moveDue.run(f.nextAt, f.workflowId, f.dueAt).changes > 0);
+  }
+
+  async pinnedSteps(accountId: string, runId: string): Promise<string | undefined> {
+    return (this.s.pinned.get(runId, accountId) as { steps: string } | undefined)?.steps;
+  }
+
+  async rerun(input: { sourceRunId: string; id: string; accountId: string; cursor: number; outputs: string; stepsCompleted: number; maxInFlight: number; now: number }): Promise<WorkflowRunRecord> {
+    return this.db
+      .transaction(() => {
+        const found = this.s.status.get(input.sourceRunId, input.accountId) as { status: string } | undefined;
+        if (!found) throw runNotFound(input.sourceRunId);
+        if (found.status === 'queued' || found.status === 'running') throw runEnded(input.sourceRunId, found.status, 'only a run that has ended can be run again');
+        if ((this.s.inFlight.get(input.accountId) as { n: number }).n >= input.maxInFlight) throw tooManyRuns(input.maxInFlight);
+        this.s.insertRerun.run({ id: input.id, outputs: input.outputs, cursor: input.cursor, stepsCompleted: input.stepsCompleted, now: input.now, sourceRunId: input.sourceRunId });
+        this.s.insertLog.run(`wfl_${randomUUID()}`, null, 'info', `run again from step ${input.cursor + 1} of run ${input.sourceRunId}`, JSON.stringify({ source_run_id: input.sourceRunId, cursor: input.cursor }), input.now, input.id);
+        return this.s.run.get(input.id, input.accountId) as WorkflowRunRecord;
+      })
+      .immediate();
   }
 
   async dueMonitorEvents(limit: number): Promise<DueMonitorEvent[]> {
