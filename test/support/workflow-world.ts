@@ -1,12 +1,13 @@
 import { Limiters } from '../../src/lookups/limiters.js';
 import type { LookupOutcome, LookupProvider } from '../../src/lookups/lookup-provider.js';
-import type { FakeClock } from '../../src/shared/clock.js';
+import { afterEach, beforeEach } from 'vitest';
+import { FakeClock } from '../../src/shared/clock.js';
 import { silentLogger } from '../../src/shared/logger.js';
-import type { Store } from '../../src/storage/store.js';
+import type { Store, StoreKind } from '../../src/storage/store.js';
 import type { WorkflowRecord } from '../../src/storage/workflow-records.js';
 import { validateDefinition } from '../../src/workflows/definition.js';
 import type { RunDriverDeps, WorkflowRunDriver } from '../../src/workflows/run-driver.js';
-import { LEASE_MS, NOW } from './test-store.js';
+import { LEASE_MS, newAccount, NOW, openTestStore, type TestStore } from './test-store.js';
 
 /** A gender provider that counts its calls and answers as `answer` says. */
 export function fakeGender(answer: (key: string, call: number) => LookupOutcome<unknown> = (key) => ({ ok: true, result: { gender: 'female', email: key } })) {
@@ -54,3 +55,23 @@ export function storeWorkflow(store: Store, accountId: string, steps: unknown[],
 
 /** A one-step workflow that looks up `input.email`. */
 export const LOOKUP_ONLY = [{ id: 'lookup1', type: 'email_lookup', config: { input: { var: 'input.email' } } }];
+
+/** A fresh store with an account, a fake clock at NOW and a fake gender provider, for one test. */
+export interface WorkflowWorld {
+  opened: TestStore;
+  store: Store;
+  account: string;
+  clock: FakeClock;
+  provider: ReturnType<typeof fakeGender>;
+}
+
+/** Opens a WorkflowWorld on `kind` before each test (the account with 10 credits) and closes it after; read its fields inside tests. */
+export function workflowWorld(kind: StoreKind): WorkflowWorld {
+  const world = {} as WorkflowWorld;
+  beforeEach(async () => {
+    const opened = await openTestStore(kind);
+    Object.assign(world, { opened, store: opened.store, account: (await newAccount(opened.store, 10)).id, clock: new FakeClock(NOW), provider: fakeGender() });
+  });
+  afterEach(() => world.opened.close());
+  return world;
+}

@@ -110,6 +110,14 @@ const invalid = {
   },
 } as const;
 const conflict = { 409: { description: 'invalid_state: the workflow is not active, or the run cannot make this move', ...errorSchema } } as const;
+/** The error answers of a route that starts a run. */
+const startAnswers = {
+  ...errors,
+  ...forbidden,
+  ...invalid,
+  ...conflict,
+  429: { description: 'too_many_runs: the account has its limit of runs queued or running', ...errorSchema },
+} as const;
 
 const rerunSchema = {
   type: 'object',
@@ -296,11 +304,7 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
         response: {
           200: { description: 'dry_run: the estimate only', ...rerunSchema },
           202: { description: 'The new run, queued, and its estimate', ...rerunSchema },
-          ...errors,
-          ...forbidden,
-          ...invalid,
-          ...conflict,
-          429: { description: 'too_many_runs: the account has its limit of runs queued or running', ...errorSchema },
+          ...startAnswers,
         },
       },
     },
@@ -424,11 +428,7 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
         body: { type: ['object', 'null'], additionalProperties: false, properties: { input: { type: 'object', additionalProperties: true } } },
         response: {
           202: { description: 'The queued run', ...runSchema },
-          ...errors,
-          ...forbidden,
-          ...invalid,
-          ...conflict,
-          429: { description: 'too_many_runs: the account has its limit of runs queued or running', ...errorSchema },
+          ...startAnswers,
         },
       },
     },
