@@ -155,5 +155,7 @@ export const CORPUS: CorpusStep[] = [
   { name: 'the same request again', method: 'POST', path: '/api/ingest/workflows/{ingestToken}', as: 'none', headers: { 'idempotency-key': 'corpus-1' }, json: { email: 'john.smith@example.org' }, status: 200 },
   { name: 'revoke the ingest URL', method: 'DELETE', path: '/api/workflows/{workflow}/ingest-token', status: 200 },
   { name: 'delete the workflow', method: 'DELETE', path: '/api/workflows/{workflow}', status: 200 },
+  { name: 'the workflow templates', method: 'GET', path: '/api/workflow-templates', status: 200 },
+  { name: 'a workflow from a template', method: 'POST', path: '/api/workflow-templates/email_gender_segment/clone', json: { name: 'sign-ups by gender' }, status: 201 },
   { name: 'log out', method: 'POST', path: '/api/auth/logout', as: 'session', status: 200 },
 ];

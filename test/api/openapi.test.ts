@@ -94,6 +94,8 @@ const OPERATIONS = [
   'POST /api/workflow-runs/{runId}/cancel',
   'POST /api/workflow-runs/{runId}/redrive',
   'POST /api/workflow-runs/{runId}/rerun',
+  'GET /api/workflow-templates',
+  'POST /api/workflow-templates/{templateId}/clone',
   'GET /api/workflows/logs',
   'POST /api/workflows/{id}/ingest-token',
   'DELETE /api/workflows/{id}/ingest-token',

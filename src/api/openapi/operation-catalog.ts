@@ -410,6 +410,8 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
   'GET /api/workflow-runs/{runId}': { operationId: 'getWorkflowRun', summary: 'Get a workflow run', errors: { 404: 'workflow_run_not_found' } },
   'POST /api/workflow-runs/{runId}/cancel': { operationId: 'cancelWorkflowRun', summary: 'Cancel a run', errors: { 403: 'A readonly key', 404: 'workflow_run_not_found', 409: 'invalid_state: the run has ended' } },
   'POST /api/workflow-runs/{runId}/redrive': { operationId: 'redriveWorkflowRun', summary: 'Redrive a failed run', errors: { 403: 'A readonly key', 404: 'workflow_run_not_found', 409: 'invalid_state: the run has not failed' } },
+  'GET /api/workflow-templates': { operationId: 'listWorkflowTemplates', summary: 'List workflow templates' },
+  'POST /api/workflow-templates/{templateId}/clone': { operationId: 'cloneWorkflowTemplate', summary: 'Create a workflow from a template', errors: { 403: 'A readonly key', 404: 'not_found: no such template', 422: 'invalid_request' } },
   'POST /api/workflow-runs/{runId}/rerun': { operationId: 'rerunWorkflowRun', summary: 'Run an ended run again from a step', errors: { 403: 'A readonly key', 404: 'workflow_run_not_found', 409: 'invalid_state: the run is queued or running', 422: 'invalid_request: no such step in the run\'s version', 429: 'too_many_runs' } },
   'GET /api/workflows/{id}': { operationId: 'getWorkflow', summary: 'Get a workflow', errors: { 404: 'workflow_not_found' } },
   'PUT /api/workflows/{id}': { operationId: 'updateWorkflow', summary: 'Update a workflow', errors: { 403: 'A readonly key', 404: 'workflow_not_found', 422: 'invalid_workflow, step_type_unsupported, trigger_unsupported, invalid_reference or invalid_expression' } },

@@ -5,6 +5,7 @@ import { ERROR_CODES } from '../../shared/errors.js';
 import { STEP_TYPES, TRIGGER_TYPES, WORKFLOW_STATUSES } from '../../workflows/definition.js';
 import { workflowNotFound } from '../../storage/workflow-rows.js';
 import { estimateView, rerunFromStep } from '../../workflows/rerun.js';
+import { templateBody, templateView, WORKFLOW_TEMPLATES } from '../../workflows/templates.js';
 import { logView, runView, WorkflowService, workflowView, type WorkflowBody } from '../../workflows/workflow-service.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
@@ -117,6 +118,12 @@ const startAnswers = {
   ...invalid,
   ...conflict,
   429: { description: 'too_many_runs: the account has its limit of runs queued or running', ...errorSchema },
+} as const;
+
+const templateSchema = {
+  type: 'object',
+  required: ['id', 'name', 'description', 'steps'],
+  properties: { id: { type: 'string' }, name: { type: 'string' }, description: { type: 'string' }, steps: { type: 'array', items: stepSchema } },
 } as const;
 
 const rerunSchema = {
@@ -314,6 +321,44 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
       const dryRun = request.body.dry_run ?? false;
       const { run, estimate } = await rerunFromStep(rerunDeps, caller.accountId, request.params.runId, request.body.from_step, dryRun);
       return reply.code(dryRun ? 200 : 202).send({ run: run === null ? null : runView(run, clock.now()), estimate: estimateView(estimate) });
+    },
+  );
+
+  app.get(
+    '/api/workflow-templates',
+    {
+      schema: {
+        operationId: 'listWorkflowTemplates',
+        summary: 'List workflow templates',
+        description: 'The built-in templates a workflow can be cloned from (docs/workflows.md).',
+        tags: TAGS,
+        response: {
+          200: { description: 'The templates', type: 'object', required: ['templates'], properties: { templates: { type: 'array', items: templateSchema } } },
+          401: errors[401],
+        },
+      },
+    },
+    async () => ({ templates: WORKFLOW_TEMPLATES.map(templateView) }),
+  );
+
+  app.post<{ Params: { templateId: string }; Body: { name?: string; status?: string } | null }>(
+    '/api/workflow-templates/:templateId/clone',
+    {
+      schema: {
+        operationId: 'cloneWorkflowTemplate',
+        summary: 'Create a workflow from a template',
+        description: 'Creates a workflow (version 1) with the template\'s steps and a manual trigger, checked as any definition is; `name` replaces the template\'s, `status` defaults to draft. Edit it with PUT like any workflow.',
+        tags: TAGS,
+        params: { type: 'object', required: ['templateId'], properties: { templateId: { type: 'string', maxLength: 100 } } },
+        body: { type: ['object', 'null'], additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, status: { type: 'string', enum: [...WORKFLOW_STATUSES] } } },
+        response: { 201: { description: 'The workflow', ...workflowSchema }, 401: errors[401], 404: { description: 'not_found: no such template', ...errorSchema }, ...forbidden, ...invalid },
+      },
+    },
+    async (request, reply) => {
+      const caller = requireWritable(request);
+      const created = await service.create(caller.accountId, templateBody(request.params.templateId, { name: request.body?.name, status: request.body?.status }));
+      await audit(request, AUDIT_ACTIONS.workflowCreated, created.id);
+      return reply.code(201).send(workflowView(created));
     },
   );
 
