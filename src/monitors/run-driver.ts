@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { driveUntilStopped } from '../shared/periodic.js';
 import { toAppError } from '../shared/errors.js';
 import { JOB_STATUSES } from '../storage/job-states.js';
 import type { RunClaim } from '../storage/monitor-run-records.js';
@@ -117,20 +117,5 @@ export class MonitorRunDriver {
  */
 export function driveMonitorRuns(deps: RunDeps, owner: string, pollMs: number): () => Promise<void> {
   const driver = new MonitorRunDriver(deps, owner);
-  const stop = new AbortController();
-  const loop = (async () => {
-    while (!stop.signal.aborted) {
-      let worked = false;
-      try {
-        worked = await driver.tick(stop.signal);
-      } catch (e: unknown) {
-        deps.engine.log.warn({ err: toAppError(e) }, 'could not look for monitor runs; trying again');
-      }
-      if (!worked) await sleep(pollMs, undefined, { signal: stop.signal }).catch(() => undefined);
-    }
-  })();
-  return async () => {
-    stop.abort();
-    await loop;
-  };
+  return driveUntilStopped((signal) => driver.tick(signal), pollMs, (e) => deps.engine.log.warn({ err: toAppError(e) }, 'could not look for monitor runs; trying again'));
 }

@@ -1,4 +1,5 @@
 import type { Clock } from '../shared/clock.js';
+import { tickPeriodically } from '../shared/periodic.js';
 import type { Logger } from '../shared/logger.js';
 import type { MonitorRunRecord } from '../storage/monitor-records.js';
 import type { MonitorsPort } from '../storage/store.js';
@@ -30,21 +31,5 @@ export async function scheduleDueRuns(deps: { monitors: MonitorsPort; clock: Clo
  * the worker or the API that hosts the scheduler.
  */
 export function scheduleMonitorsPeriodically(deps: { monitors: MonitorsPort; clock: Clock; log: Logger }, everyMs = SCHEDULER_TICK_MS): () => Promise<void> {
-  let running: Promise<void> | undefined;
-  const tick = (): void => {
-    if (running) return;
-    running = scheduleDueRuns(deps)
-      .then(() => undefined)
-      .catch((error: unknown) => deps.log.warn({ err: error }, 'monitor schedule tick failed; the next one tries again'))
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  tick();
-  const interval = setInterval(tick, everyMs);
-  interval.unref();
-  return async () => {
-    clearInterval(interval);
-    await running;
-  };
+  return tickPeriodically(() => scheduleDueRuns(deps), everyMs, (error) => deps.log.warn({ err: error }, 'monitor schedule tick failed; the next one tries again'));
 }

@@ -15,6 +15,7 @@ import type {
   Page,
   TargetListRecord,
 } from './monitor-records.js';
+import type { DueMonitorEvent, MonitorEventFire } from './workflow-records.js';
 import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from './workflow-records.js';
 import type { ComparisonCommit, RunClaim, RunEnd, StoredSnapshot, TargetCursor } from './monitor-run-records.js';
 import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, SnapshotRecord, TypedRunRecord } from './monitor-result-records.js';
@@ -819,6 +820,24 @@ export interface WorkflowsPort {
    * of processes fire at once.
    */
   fireSchedule(fire: ScheduleFire): Promise<ScheduleFireResult>;
+  /** JSON text of the steps of the version the run pinned; undefined for another account's run. A read. */
+  pinnedSteps(accountId: string, runId: string): Promise<string | undefined>;
+  /**
+   * A new queued run of an ended run's pinned version and input, starting at step `cursor` with
+   * `outputs` (the earlier steps' outputs, `stepsCompleted` of them) already in place. `workflow_run_not_found` (404),
+   * `invalid_state` (409) while the run is queued or running, `too_many_runs` (429) as startRun.
+   * Atomic, serialised per account as startRun.
+   */
+  rerun(input: { sourceRunId: string; id: string; accountId: string; cursor: number; outputs: string; stepsCompleted: number; maxInFlight: number; now: number }): Promise<WorkflowRunRecord>;
+  /** Completed monitor runs with changes that active monitor_event workflows have not taken up, oldest first. A read. */
+  dueMonitorEvents(limit: number): Promise<DueMonitorEvent[]>;
+  /**
+   * One monitor event's run: moves the workflow's event cursor to `finishedAt` if it was before it
+   * (compare-and-set) and, if this call moved it, queues run `runId` unless the account is at
+   * `maxInFlight` (`limited`: the event passes without a run). Atomic, serialised per account as
+   * startRun; one run per event whatever number of processes sweep at once.
+   */
+  fireMonitorEvent(fire: MonitorEventFire): Promise<ScheduleFireResult>;
   /** Makes `hash` the ingest token's hash; the one it replaces keeps working until `graceUntil`. False for no such workflow. */
   setIngestToken(accountId: string, id: string, hash: string, graceUntil: number): Promise<boolean>;
   /** Both the current and the previous token stop working at once. False for no such workflow. */

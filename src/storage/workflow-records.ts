@@ -24,6 +24,31 @@ export interface WorkflowWrite {
   steps: string;
   /** When a schedule trigger next fires; null for other triggers and for a workflow that is not active. */
   nextRunAt: number | null;
+  /**
+   * The monitor a monitor_event trigger listens to (null or absent: none). Its runs that finish
+   * after the save start the workflow; a workflow that is not active, or made active again, or
+   * moved to another monitor, starts from the save's time (no replay of what it did not listen to).
+   */
+  monitorId?: string | null;
+}
+
+/** A completed monitor run with changes that a monitor_event workflow has not taken up yet. */
+export interface DueMonitorEvent {
+  workflowId: string;
+  accountId: string;
+  monitorId: string;
+  monitorRunId: string;
+  finishedAt: number;
+}
+
+/** Starting the run of one monitor event: `finishedAt` becomes the workflow's cursor if it was still before it. */
+export interface MonitorEventFire {
+  workflowId: string;
+  finishedAt: number;
+  runId: string;
+  input: string;
+  maxInFlight: number;
+  now: number;
 }
 
 /** A scheduled workflow whose time has come, as the scheduler reads it. */
@@ -118,8 +143,15 @@ export interface StepCommit {
     stepsCompleted: number;
     error?: { code: string; message: string; step: string } | undefined;
   };
-  /** A lookup step's price: the ledger line's id is a pure function of (account, run, step). */
-  charge?: { ledgerId: string; amount: number; kind: string };
+  /**
+   * A lookup step's price: the ledger line's id is a pure function of (account, run, step). With
+   * `repeatFree`, the key goes through the billing cache the jobs and single lookups use: the
+   * commit is refused (`billed`, nothing written) when the account paid for it after `since`, and
+   * a charge that commits records the key there.
+   */
+  charge?: { ledgerId: string; amount: number; kind: string; repeatFree?: { key: string; since: number } };
+  /** A lookup's fresh answer for the shared result cache, written with the step. */
+  cache?: readonly { kind: string; key: string; result: unknown }[];
   /** A webhook step's delivery, written into the delivery queue with the step. */
   delivery?: { id: string; webhookId: string; messageId: string; eventType: string; payload: string };
   logs: readonly Omit<WorkflowLogRecord, 'createdAt' | 'workflowId' | 'runId'>[];
@@ -127,4 +159,5 @@ export interface StepCommit {
   now: number;
 }
 
-export type StepCommitResult = 'committed' | 'lease_lost' | 'insufficient_credits';
+/** `billed`: the charge's key was paid for meanwhile (by a job, a single lookup or another run); nothing was written. */
+export type StepCommitResult = 'committed' | 'lease_lost' | 'insufficient_credits' | 'billed';

@@ -24,6 +24,16 @@ export function logColumns(q: string): string {
  */
 export const CLAIMABLE = "status IN ('queued', 'running') AND lease_until <= $now AND (wake_at IS NULL OR wake_at <= $now)";
 
+/**
+ * An update's new event cursor (docs/workflows.md, monitor_event): kept while the workflow stays
+ * active on the same monitor; else the update's time, so that a workflow made active again, or
+ * moved to another monitor, does not replay runs it was not listening to. SET reads the old row.
+ */
+export function KEPT_EVENT_CURSOR(monitorId: string, status: string, now: string): string {
+  return `CASE WHEN ${monitorId} IS NULL THEN NULL
+    WHEN monitor_id = ${monitorId} AND status = 'active' AND ${status} = 'active' AND event_after IS NOT NULL THEN event_after ELSE ${now} END`;
+}
+
 export function workflowNotFound(id: string): AppError {
   return new AppError(ERROR_CODES.workflowNotFound, `no workflow ${id}`, { statusCode: 404 });
 }

@@ -13,7 +13,9 @@ describe('workflow definitions at save', () => {
   it('refuses a step type whose lookup Sluice does not have, and unknown types, with their codes', () => {
     expect(() => validateDefinition({ name: 'x', steps: [{ id: 'a', type: 'ip_lookup', config: {} }] })).toThrow(expect.objectContaining({ code: 'step_type_unsupported', statusCode: 422 }));
     expect(() => validateDefinition({ name: 'x', steps: [{ id: 'a', type: 'shell', config: {} }] })).toThrow(expect.objectContaining({ code: 'invalid_workflow' }));
-    expect(() => validateDefinition({ name: 'x', trigger: { type: 'monitor_event' }, steps: [lookup('a', 'input.e')] })).toThrow(expect.objectContaining({ code: 'trigger_unsupported' }));
+    expect(() => validateDefinition({ name: 'x', trigger: { type: 'file_upload' }, steps: [lookup('a', 'input.e')] })).toThrow(expect.objectContaining({ code: 'trigger_unsupported' }));
+    expect(() => validateDefinition({ name: 'x', trigger: { type: 'monitor_event' }, steps: [lookup('a', 'input.e')] })).toThrow(expect.objectContaining({ code: 'invalid_workflow' }));
+    expect(validateDefinition({ name: 'x', trigger: { type: 'monitor_event', monitor_id: 'mon_1', extra: 1 }, steps: [lookup('a', 'input.e')] }).trigger).toEqual({ type: 'monitor_event', monitor_id: 'mon_1' });
     expect(validateDefinition({ name: 'x', trigger: { type: 'webhook', ignored: true }, steps: [lookup('a', 'input.e')] }).trigger).toEqual({ type: 'webhook' });
   });
 

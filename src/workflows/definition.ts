@@ -14,7 +14,7 @@ export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number];
 
 export const TRIGGER_TYPES = ['manual', 'webhook', 'schedule', 'file_upload', 'monitor_event'] as const;
 /** The triggers Sluice starts runs for today; the others are refused at save, not stored to sit idle. */
-export const SUPPORTED_TRIGGERS: ReadonlySet<string> = new Set(['manual', 'schedule', 'webhook']);
+export const SUPPORTED_TRIGGERS: ReadonlySet<string> = new Set(['manual', 'schedule', 'webhook', 'monitor_event']);
 
 /** Lookup step types and the job pipeline (lookup kind) each runs through. */
 export const LOOKUP_STEPS: Readonly<Record<string, string>> = {
@@ -92,8 +92,8 @@ export function validateDefinition(input: { name?: unknown; description?: unknow
   if (!plainObject(trigger) || typeof trigger.type !== 'string' || !(TRIGGER_TYPES as readonly string[]).includes(trigger.type)) {
     refuse(ERROR_CODES.invalidWorkflow, `trigger.type is one of ${TRIGGER_TYPES.join(', ')}`);
   }
-  if (!SUPPORTED_TRIGGERS.has(trigger.type)) refuse(ERROR_CODES.triggerUnsupported, `trigger ${trigger.type} does not start runs yet; use manual, schedule or webhook`, { trigger: trigger.type });
-  const stored: TriggerDefinition = trigger.type === 'schedule' ? checkSchedule(trigger) : { type: trigger.type };
+  if (!SUPPORTED_TRIGGERS.has(trigger.type)) refuse(ERROR_CODES.triggerUnsupported, `trigger ${trigger.type} does not start runs yet; use manual, schedule, webhook or monitor_event`, { trigger: trigger.type });
+  const stored: TriggerDefinition = trigger.type === 'schedule' ? checkSchedule(trigger) : trigger.type === 'monitor_event' ? checkMonitorEvent(trigger) : { type: trigger.type };
   if (!Array.isArray(input.steps) || input.steps.length === 0 || input.steps.length > MAX_STEPS) refuse(ERROR_CODES.invalidWorkflow, `steps is a list of 1 to ${MAX_STEPS} steps`);
   const earlier = new Set<string>();
   const ids = input.steps.map((s: unknown) => (plainObject(s) ? s.id : undefined));
@@ -157,6 +157,18 @@ function checkSchedule(trigger: Record<string, unknown>): TriggerDefinition {
     refuse(ERROR_CODES.invalidWorkflow, `trigger.cron ${cron.slice(0, 100)} is not a valid cron expression: ${(e as Error).message}`);
   }
   return stored;
+}
+
+/** A monitor_event trigger names the monitor whose completed runs (with changes) start the workflow. */
+function checkMonitorEvent(trigger: Record<string, unknown>): TriggerDefinition {
+  const monitorId = trigger.monitor_id;
+  if (typeof monitorId !== 'string' || monitorId === '' || monitorId.length > 100) refuse(ERROR_CODES.invalidWorkflow, 'trigger.monitor_id names the monitor whose runs start the workflow');
+  return { type: 'monitor_event', monitor_id: monitorId };
+}
+
+/** The monitor a monitor_event trigger listens to; null for other triggers. */
+export function triggerMonitor(trigger: TriggerDefinition): string | null {
+  return trigger.type === 'monitor_event' ? (trigger.monitor_id as string) : null;
 }
 
 /** When a scheduled workflow next runs after `after` (ms), or null for other triggers (or a cron that no longer fires). */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { driveUntilStopped } from '../shared/periodic.js';
 import type { EngineDeps } from '../jobs/engine-deps.js';
 import type { Clock } from '../shared/clock.js';
 import { ERROR_CODES, toAppError } from '../shared/errors.js';
@@ -92,20 +92,25 @@ export class WorkflowRunDriver {
       let commit: StepCommit;
       let next = cursor;
       let status: WorkflowRunStatus = 'running';
+      // A finished step's commit, with or without its charge (a key paid for meanwhile is free).
+      const doneCommit = (done: Extract<StepOutcome, { kind: 'done' }>, charge: typeof done.charge): StepCommit => {
+        const logs = [logLine(step.id, 'info', `step ${step.id} (${step.type}) completed`, { type: step.type, credits: charge?.amount ?? 0, duration_ms: now - started })];
+        if (status === 'completed') logs.push(logLine(null, 'info', 'run completed', { steps_completed: completed + 1 }));
+        return {
+          ...base,
+          next: { cursor: next, status, attempts: 0, wakeAt: null, outputs: JSON.stringify(outputs), stepsCompleted: completed + 1 },
+          ...(charge ? { charge } : {}),
+          ...(done.cache ? { cache: [done.cache] } : {}),
+          ...(done.delivery ? { delivery: done.delivery } : {}),
+          logs,
+          ...(status === 'completed' ? { leaseUntil: 0 } : {}),
+        };
+      };
       if (outcome.kind === 'done') {
         outputs[step.id] = outcome.output ?? null;
         next = outcome.jump ?? cursor + 1;
         status = next >= steps.length ? 'completed' : 'running';
-        const logs = [logLine(step.id, 'info', `step ${step.id} (${step.type}) completed`, { type: step.type, credits: outcome.charge?.amount ?? 0, duration_ms: now - started })];
-        if (status === 'completed') logs.push(logLine(null, 'info', 'run completed', { steps_completed: completed + 1 }));
-        commit = {
-          ...base,
-          next: { cursor: next, status, attempts: 0, wakeAt: null, outputs: JSON.stringify(outputs), stepsCompleted: completed + 1 },
-          ...(outcome.charge ? { charge: outcome.charge } : {}),
-          ...(outcome.delivery ? { delivery: outcome.delivery } : {}),
-          logs,
-          ...(status === 'completed' ? { leaseUntil: 0 } : {}),
-        };
+        commit = doneCommit(outcome, outcome.charge);
       } else if (outcome.kind === 'wait') {
         commit = {
           ...base,
@@ -132,6 +137,10 @@ export class WorkflowRunDriver {
         };
       }
       let result = await store.workflows.commitStep(commit);
+      if (result === 'billed' && outcome.kind === 'done') {
+        // Another run, job or single lookup paid for the key between the check and the commit.
+        result = await store.workflows.commitStep(doneCommit(outcome, undefined));
+      }
       if (result === 'insufficient_credits') {
         // The balance went between the check and the commit: the step fails, uncharged, redrivable.
         result = await store.workflows.commitStep({
@@ -155,28 +164,21 @@ export class WorkflowRunDriver {
   }
 }
 
-/** Drives workflow runs from this process until the returned function is called (as driveMonitorRuns). */
+/** Drives workflow runs from this process until the returned function is called (see driveUntilStopped). */
 export function driveWorkflowRuns(deps: RunDriverDeps, owner: string, pollMs: number): () => Promise<void> {
   const driver = new WorkflowRunDriver(deps, owner);
-  const stop = new AbortController();
-  const loop = (async () => {
-    while (!stop.signal.aborted) {
-      let worked = false;
-      try {
-        worked = await driver.tick(stop.signal);
-      } catch (e: unknown) {
-        deps.log.warn({ err: toAppError(e) }, 'could not look for workflow runs; trying again');
-      }
-      if (!worked) await sleep(pollMs, undefined, { signal: stop.signal }).catch(() => undefined);
-    }
-  })();
-  return async () => {
-    stop.abort();
-    await loop;
-  };
+  return driveUntilStopped((signal) => driver.tick(signal), pollMs, (e) => deps.log.warn({ err: toAppError(e) }, 'could not look for workflow runs; trying again'));
 }
 
 /** The driver's dependencies from the engine's: its store, lookups, clock, log and lease length. */
 export function workflowDriverDeps(engine: EngineDeps): RunDriverDeps {
-  return { store: engine.store, providers: engine.providers, limiters: engine.limiters, clock: engine.clock, log: engine.log, leaseMs: engine.limits.leaseSeconds * 1000 };
+  return {
+    store: engine.store,
+    providers: engine.providers,
+    limiters: engine.limiters,
+    clock: engine.clock,
+    log: engine.log,
+    leaseMs: engine.limits.leaseSeconds * 1000,
+    repeatFreeDays: engine.repeatFreeDays,
+  };
 }

@@ -4,6 +4,7 @@ import type { Pipeline } from '../../pipelines/pipeline.js';
 import { lookupBatch } from '../jobs/lookup-batch.js';
 import type { Limiters } from '../lookups/limiters.js';
 import type { LookupProvider } from '../lookups/lookup-provider.js';
+import { DAY_MS } from '../shared/clock.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { chargeLedgerId } from '../storage/ledger-ids.js';
 import type { Store } from '../storage/store.js';
@@ -16,6 +17,8 @@ export interface StepDeps {
   readonly providers: ReadonlyMap<string, LookupProvider>;
   readonly limiters: Limiters;
   readonly budget?: Budget;
+  /** The repeat-free window (SLUICE_REPEAT_FREE_DAYS): a key the account paid for within it is free. */
+  readonly repeatFreeDays: number;
 }
 
 export const WORKFLOW_STEP_EVENT = 'workflow.step';
@@ -29,7 +32,9 @@ export type StepOutcome =
       output: unknown;
       /** The index of the step to go to next, when not the next one (a condition's on_false); steps.length to stop. */
       jump?: number;
-      charge?: { ledgerId: string; amount: number; kind: string };
+      charge?: { ledgerId: string; amount: number; kind: string; repeatFree?: { key: string; since: number } };
+      /** A lookup's fresh answer, for the shared result cache. */
+      cache?: { kind: string; key: string; result: unknown };
       delivery?: { id: string; webhookId: string; messageId: string; eventType: string; payload: string };
     }
   /** A delay's first execution: wake at `wakeAt`, holding no worker meanwhile. */
@@ -99,20 +104,40 @@ export async function executeStep(
   }
 }
 
-async function lookupStep(deps: StepDeps, ctx: { accountId: string; runId: string; signal: AbortSignal }, step: StepDefinition, value: unknown): Promise<StepOutcome> {
+/**
+ * A lookup step, on the billing cache and result cache the jobs and single lookups use: a key the
+ * account paid for within the repeat-free window is free (and read from the result cache when the
+ * provider is remote), else it costs 1 credit on the step's own ledger line, which the commit
+ * checks again and records in the billing cache.
+ */
+async function lookupStep(deps: StepDeps, ctx: { accountId: string; runId: string; now: number; signal: AbortSignal }, step: StepDefinition, value: unknown): Promise<StepOutcome> {
   const pipeline = PIPELINES[LOOKUP_STEPS[step.type] as keyof typeof PIPELINES] as Pipeline;
   if (typeof value !== 'string') return { kind: 'fail', code: ERROR_CODES.invalidWorkflow, message: `step ${step.id}: its input is ${value === null ? 'null' : typeof value}, not text` };
   const normalised = pipeline.normalise(value);
   if (!normalised.ok) return { kind: 'fail', code: normalised.code, message: `step ${step.id}: ${JSON.stringify(value.slice(0, 100))} is not a valid input (${normalised.code})` };
+  const { key } = normalised;
   const kind = pipeline.lookupKind;
   const provider = deps.providers.get(kind);
   if (!provider) return { kind: 'retry', code: ERROR_CODES.providerUnavailable, message: `no ${kind} provider is configured` };
+  const since = ctx.now - deps.repeatFreeDays * DAY_MS;
+  const repeat = (await deps.store.billing.freshlyBilled(ctx.accountId, kind, [key], since)).has(key);
   // Checked before the provider is called: a run that cannot pay does not spend a lookup.
-  if ((await deps.store.billing.available(ctx.accountId)) < 1) return { kind: 'fail', code: ERROR_CODES.insufficientCredits, message: 'the account has no credits left' };
+  if (!repeat && (await deps.store.billing.available(ctx.accountId)) < 1) return { kind: 'fail', code: ERROR_CODES.insufficientCredits, message: 'the account has no credits left' };
+  const cached = provider.answersLocally ? undefined : (await deps.store.results.getMany(kind, [key], since)).get(key);
+  if (cached !== undefined) return { kind: 'done', output: cached, ...(repeat ? {} : { charge: stepCharge(ctx, step, kind, key, since) }) };
   // One try here: the run's own retry waits out a failure durably (wake_at), holding no worker.
-  const outcome = (await lookupBatch([normalised.key], { accountId: ctx.accountId, provider, limiters: deps.limiters, signal: ctx.signal, attempts: 1 })).get(normalised.key)!;
+  const outcome = (await lookupBatch([key], { accountId: ctx.accountId, provider, limiters: deps.limiters, signal: ctx.signal, attempts: 1 })).get(key)!;
   if (!outcome.ok) return { kind: outcome.retryable ? 'retry' : 'fail', code: outcome.code, message: outcome.message };
-  return { kind: 'done', output: outcome.result, charge: { ledgerId: stepLedgerId(ctx.accountId, ctx.runId, step.id), amount: 1, kind } };
+  return {
+    kind: 'done',
+    output: outcome.result,
+    ...(repeat ? {} : { charge: stepCharge(ctx, step, kind, key, since) }),
+    ...(provider.answersLocally ? {} : { cache: { kind, key, result: outcome.result } }),
+  };
+}
+
+function stepCharge(ctx: { accountId: string; runId: string }, step: StepDefinition, kind: string, key: string, since: number) {
+  return { ledgerId: stepLedgerId(ctx.accountId, ctx.runId, step.id), amount: 1, kind, repeatFree: { key, since } };
 }
 
 async function webhookStep(deps: StepDeps, ctx: { accountId: string; runId: string; workflowId: string; now: number }, step: StepDefinition, body: unknown): Promise<StepOutcome> {

@@ -4,7 +4,7 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { Store } from '../storage/store.js';
 import type { WorkflowLogRecord, WorkflowRecord, WorkflowRunRecord } from '../storage/workflow-records.js';
 import { runNotFound, workflowNotFound } from '../storage/workflow-rows.js';
-import { nextFire, validateDefinition, WORKFLOW_STATUSES, type WorkflowDefinition } from './definition.js';
+import { nextFire, triggerMonitor, validateDefinition, WORKFLOW_STATUSES, type WorkflowDefinition } from './definition.js';
 
 /** A run's input is JSON on the run's row: bounded like a step's output. */
 export const MAX_INPUT_CHARS = 65_536;
@@ -87,6 +87,10 @@ export class WorkflowService {
         throw new AppError(ERROR_CODES.workflowWebhookNotFound, `step ${step.id}: no generic webhook ${String(step.config.webhook_id)} in this account`, { statusCode: 422, details: { step: step.id } });
       }
     }
+    const monitorId = triggerMonitor(def.trigger);
+    if (monitorId !== null && !(await this.store.monitors.get(accountId, monitorId))) {
+      throw new AppError(ERROR_CODES.invalidWorkflow, `trigger.monitor_id: no monitor ${monitorId} in this account`, { statusCode: 422, details: { monitor_id: monitorId } });
+    }
     return { def, status };
   }
 
@@ -94,7 +98,7 @@ export class WorkflowService {
     // A schedule counts from the save: a paused or draft workflow has none, and one made active
     // again starts at its next fire time, without catching up on what passed while it was not.
     const nextRunAt = status === 'active' ? nextFire(def.trigger, this.clock.now()) : null;
-    return { name: def.name, description: def.description, status, trigger: JSON.stringify(def.trigger), steps: JSON.stringify(def.steps), nextRunAt };
+    return { name: def.name, description: def.description, status, trigger: JSON.stringify(def.trigger), steps: JSON.stringify(def.steps), nextRunAt, monitorId: triggerMonitor(def.trigger) };
   }
 
   async create(accountId: string, body: WorkflowBody): Promise<WorkflowRecord> {

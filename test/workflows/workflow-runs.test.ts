@@ -1,30 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Limiters } from '../../src/lookups/limiters.js';
-import type { LookupOutcome, LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { FakeClock } from '../../src/shared/clock.js';
-import { silentLogger } from '../../src/shared/logger.js';
 import type { Store } from '../../src/storage/store.js';
 import { validateDefinition } from '../../src/workflows/definition.js';
 import { WorkflowRunDriver, type RunDriverDeps } from '../../src/workflows/run-driver.js';
 import { stepLedgerId, stepMessageId } from '../../src/workflows/step-executor.js';
 import { TEST_STORES } from '../support/test-engine.js';
 import { LEASE_MS, newAccount, NOW, openTestStore, subscribe, type TestStore } from '../support/test-store.js';
-
-/** A gender provider that counts its calls and answers as `answer` says. */
-function fakeGender(answer: (key: string, call: number) => LookupOutcome<unknown> = (key) => ({ ok: true, result: { gender: 'female', email: key } })) {
-  const provider = {
-    kind: 'gender',
-    name: 'fake-gender',
-    maxBatch: 10,
-    calls: 0,
-    answer,
-    async lookup(keys: readonly string[]) {
-      provider.calls += 1;
-      return keys.map((k) => provider.answer(k, provider.calls));
-    },
-  };
-  return provider satisfies LookupProvider & { calls: number };
-}
+import { drain, fakeGender, storeWorkflow, workflowDeps } from '../support/workflow-world.js';
 
 const FIVE_STEPS = (webhookId: string) => [
   { id: 'lookup1', type: 'email_lookup', config: { input: { var: 'input.email' } } },
@@ -50,29 +32,8 @@ describe.each(TEST_STORES)('Workflow runs on %s', (kind) => {
   });
   afterEach(() => opened.close());
 
-  function deps(over: Partial<RunDriverDeps> = {}): RunDriverDeps {
-    return {
-      store,
-      providers: new Map([['gender', provider]]),
-      limiters: new Limiters({ accountConcurrency: 10, providerConcurrency: 10 }),
-      clock,
-      log: silentLogger(),
-      leaseMs: LEASE_MS,
-      retryBackoffMs: 1000,
-      ...over,
-    };
-  }
-
-  async function drain(driver: WorkflowRunDriver): Promise<number> {
-    let ticks = 0;
-    while (await driver.tick()) ticks += 1;
-    return ticks;
-  }
-
-  async function createWorkflow(steps: unknown[], id = 'wf1', status = 'active') {
-    const def = validateDefinition({ name: 'Flow', steps });
-    return store.workflows.create({ id, accountId: account, name: def.name, description: '', status, trigger: JSON.stringify(def.trigger), steps: JSON.stringify(def.steps), nextRunAt: null, now: NOW });
-  }
+  const deps = (over: Partial<RunDriverDeps> = {}) => workflowDeps(store, clock, provider, over);
+  const createWorkflow = (steps: unknown[], id = 'wf1', status = 'active') => storeWorkflow(store, account, steps, id, status);
 
   const start = (runId: string, input: unknown = { email: 'ann@example.com' }, workflowId = 'wf1', maxInFlight = 100) =>
     store.workflows.startRun({ id: runId, accountId: account, workflowId, input: JSON.stringify(input), maxInFlight, now: clock.now() });

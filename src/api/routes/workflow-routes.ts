@@ -4,6 +4,8 @@ import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import { STEP_TYPES, TRIGGER_TYPES, WORKFLOW_STATUSES } from '../../workflows/definition.js';
 import { workflowNotFound } from '../../storage/workflow-rows.js';
+import { estimateView, rerunFromStep } from '../../workflows/rerun.js';
+import { templateBody, templateView, WORKFLOW_TEMPLATES } from '../../workflows/templates.js';
 import { logView, runView, WorkflowService, workflowView, type WorkflowBody } from '../../workflows/workflow-service.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
@@ -41,7 +43,7 @@ const workflowBody = {
       type: 'object',
       required: ['type'],
       additionalProperties: true,
-      properties: { type: { type: 'string', enum: [...TRIGGER_TYPES], description: 'manual; schedule with `cron` (five fields) and `timezone` (IANA, default UTC); webhook (the ingest URL). file_upload and monitor_event are refused with trigger_unsupported' } },
+      properties: { type: { type: 'string', enum: [...TRIGGER_TYPES], description: 'manual; schedule with `cron` (five fields) and `timezone` (IANA, default UTC); webhook (the ingest URL); monitor_event with `monitor_id` (a monitor of the account: its completed runs with changes start the workflow). file_upload is refused with trigger_unsupported' } },
     },
     steps: { type: 'array', minItems: 1, maxItems: 50, items: stepSchema },
   },
@@ -109,6 +111,37 @@ const invalid = {
   },
 } as const;
 const conflict = { 409: { description: 'invalid_state: the workflow is not active, or the run cannot make this move', ...errorSchema } } as const;
+/** The error answers of a route that starts a run. */
+const startAnswers = {
+  ...errors,
+  ...forbidden,
+  ...invalid,
+  ...conflict,
+  429: { description: 'too_many_runs: the account has its limit of runs queued or running', ...errorSchema },
+} as const;
+
+const templateSchema = {
+  type: 'object',
+  required: ['id', 'name', 'description', 'steps'],
+  properties: { id: { type: 'string' }, name: { type: 'string' }, description: { type: 'string' }, steps: { type: 'array', items: stepSchema } },
+} as const;
+
+const rerunSchema = {
+  type: 'object',
+  required: ['run', 'estimate'],
+  properties: {
+    run: { anyOf: [runSchema, { type: 'null' }] },
+    estimate: {
+      type: 'object',
+      required: ['credits', 'lookup_steps', 'free_repeats'],
+      properties: {
+        credits: { type: 'integer', description: 'The most the run can cost from the chosen step on' },
+        lookup_steps: { type: 'integer', description: 'Lookup steps from the chosen step on' },
+        free_repeats: { type: 'integer', description: 'Of them, those whose key is known now and already paid for within the repeat-free window' },
+      },
+    },
+  },
+} as const;
 
 const pageQuery = (extra: Record<string, unknown>) =>
   ({
@@ -259,6 +292,76 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
     );
   }
 
+  app.post<{ Params: { runId: string }; Body: { from_step: string; dry_run?: boolean } }>(
+    '/api/workflow-runs/:runId/rerun',
+    {
+      schema: {
+        operationId: 'rerunWorkflowRun',
+        summary: 'Run an ended run again from a step',
+        description:
+          'Queues a NEW run of the ended run\'s pinned version and input, starting at `from_step`: the earlier steps\' outputs are copied, neither executed nor charged again. `estimate` is the most it can cost: one credit per lookup step from there on, less those whose key is already known and paid for within the repeat-free window. With `dry_run`, only the estimate (200), no run. 409 while the run is queued or running.',
+        tags: TAGS,
+        params: runIdParams,
+        body: {
+          type: 'object',
+          required: ['from_step'],
+          additionalProperties: false,
+          properties: { from_step: { type: 'string', minLength: 1, maxLength: 40, description: 'The id of a step of the run\'s version' }, dry_run: { type: 'boolean', default: false } },
+        },
+        response: {
+          200: { description: 'dry_run: the estimate only', ...rerunSchema },
+          202: { description: 'The new run, queued, and its estimate', ...rerunSchema },
+          ...startAnswers,
+        },
+      },
+    },
+    async (request, reply) => {
+      const caller = requireWritable(request);
+      const rerunDeps = { store, clock, repeatFreeDays: deps.engine.repeatFreeDays, runsInFlight: deps.settings.workflowRunsInFlight ?? 100 };
+      const dryRun = request.body.dry_run ?? false;
+      const { run, estimate } = await rerunFromStep(rerunDeps, caller.accountId, request.params.runId, request.body.from_step, dryRun);
+      return reply.code(dryRun ? 200 : 202).send({ run: run === null ? null : runView(run, clock.now()), estimate: estimateView(estimate) });
+    },
+  );
+
+  app.get(
+    '/api/workflow-templates',
+    {
+      schema: {
+        operationId: 'listWorkflowTemplates',
+        summary: 'List workflow templates',
+        description: 'The built-in templates a workflow can be cloned from (docs/workflows.md).',
+        tags: TAGS,
+        response: {
+          200: { description: 'The templates', type: 'object', required: ['templates'], properties: { templates: { type: 'array', items: templateSchema } } },
+          401: errors[401],
+        },
+      },
+    },
+    async () => ({ templates: WORKFLOW_TEMPLATES.map(templateView) }),
+  );
+
+  app.post<{ Params: { templateId: string }; Body: { name?: string; status?: string } | null }>(
+    '/api/workflow-templates/:templateId/clone',
+    {
+      schema: {
+        operationId: 'cloneWorkflowTemplate',
+        summary: 'Create a workflow from a template',
+        description: 'Creates a workflow (version 1) with the template\'s steps and a manual trigger, checked as any definition is; `name` replaces the template\'s, `status` defaults to draft. Edit it with PUT like any workflow.',
+        tags: TAGS,
+        params: { type: 'object', required: ['templateId'], properties: { templateId: { type: 'string', maxLength: 100 } } },
+        body: { type: ['object', 'null'], additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, status: { type: 'string', enum: [...WORKFLOW_STATUSES] } } },
+        response: { 201: { description: 'The workflow', ...workflowSchema }, 401: errors[401], 404: { description: 'not_found: no such template', ...errorSchema }, ...forbidden, ...invalid },
+      },
+    },
+    async (request, reply) => {
+      const caller = requireWritable(request);
+      const created = await service.create(caller.accountId, templateBody(request.params.templateId, { name: request.body?.name, status: request.body?.status }));
+      await audit(request, AUDIT_ACTIONS.workflowCreated, created.id);
+      return reply.code(201).send(workflowView(created));
+    },
+  );
+
   app.get<{ Params: { id: string } }>(
     '/api/workflows/:id',
     {
@@ -370,11 +473,7 @@ export async function workflowRoutes(app: FastifyInstance, deps: ApiDeps): Promi
         body: { type: ['object', 'null'], additionalProperties: false, properties: { input: { type: 'object', additionalProperties: true } } },
         response: {
           202: { description: 'The queued run', ...runSchema },
-          ...errors,
-          ...forbidden,
-          ...invalid,
-          ...conflict,
-          429: { description: 'too_many_runs: the account has its limit of runs queued or running', ...errorSchema },
+          ...startAnswers,
         },
       },
     },

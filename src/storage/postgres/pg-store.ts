@@ -66,7 +66,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     repoScans: new PgRepoScans(db),
     ipNetwork: new PgIpNetwork(db),
     complianceChecks: new PgComplianceChecks(db),
-    workflows: new PgWorkflows(db),
+    workflows: new PgWorkflows(db, names),
     async ping() {
       await db.query('SELECT 1');
     },

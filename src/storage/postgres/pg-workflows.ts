@@ -2,9 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Lease } from '../job-records.js';
 import type { Page } from '../monitor-records.js';
 import type { WorkflowsPort } from '../store.js';
-import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
-import { CLAIMABLE, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
+import type { DueMonitorEvent, MonitorEventFire, DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
+import { CLAIMABLE, KEPT_EVENT_CURSOR, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
+import type { BillingKeys } from '../billing-key.js';
+import { billedAfter, insertLedgerLine, lockAccount, recordBilled } from './pg-core-charges.js';
 import type { PgDatabase, PgQueryable } from './pg-database.js';
+import { putResults } from './pg-results.js';
 
 const W = workflowColumns('"');
 const R = runColumns('"');
@@ -27,7 +30,11 @@ const INSERT_LOG = `INSERT INTO workflow_logs (id, run_id, workflow_id, step_id,
  * and the cursor, so a process that lost its lease writes nothing (its charge rolls back with it).
  */
 export class PgWorkflows implements WorkflowsPort {
-  constructor(private readonly db: PgDatabase) {}
+  constructor(
+    private readonly db: PgDatabase,
+    /** The billing cache's key names, for lookup steps' repeat-free charges. */
+    private readonly names: BillingKeys,
+  ) {}
 
   private async one<T>(q: PgQueryable, sql: string, params: unknown[]): Promise<T | undefined> {
     return (await q.query(sql, params)).rows[0] as T | undefined;
@@ -36,9 +43,9 @@ export class PgWorkflows implements WorkflowsPort {
   async create(input: WorkflowWrite & { id: string; accountId: string; now: number }): Promise<WorkflowRecord> {
     return this.db.transaction(async (tx) => {
       await tx.query(
-        `INSERT INTO workflows (id, account_id, name, description, status, trigger, steps, version, created_at, updated_at, next_run_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $8, $9)`,
-        [input.id, input.accountId, input.name, input.description, input.status, input.trigger, input.steps, input.now, input.nextRunAt],
+        `INSERT INTO workflows (id, account_id, name, description, status, trigger, steps, version, created_at, updated_at, next_run_at, monitor_id, event_after)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $8, $9, $10, CASE WHEN $10::text IS NULL THEN NULL ELSE $8::bigint END)`,
+        [input.id, input.accountId, input.name, input.description, input.status, input.trigger, input.steps, input.now, input.nextRunAt, input.monitorId ?? null],
       );
       await tx.query(INSERT_VERSION, [input.id]);
       return (await this.one<WorkflowRecord>(tx, `SELECT ${W} FROM workflows WHERE id = $1`, [input.id]))!;
@@ -64,9 +71,10 @@ export class PgWorkflows implements WorkflowsPort {
   async update(accountId: string, id: string, c: WorkflowWrite, now: number): Promise<WorkflowRecord | undefined> {
     return this.db.transaction(async (tx) => {
       const moved = await tx.query(
-        `UPDATE workflows SET name = $1, description = $2, status = $3, trigger = $4, steps = $5, version = version + 1, updated_at = $6, next_run_at = $9
+        `UPDATE workflows SET name = $1, description = $2, status = $3, trigger = $4, steps = $5, version = version + 1, updated_at = $6, next_run_at = $9,
+           monitor_id = $10, event_after = ${KEPT_EVENT_CURSOR('$10::text', '$3', '$6::bigint')}
           WHERE id = $7 AND account_id = $8 AND deleted_at IS NULL`,
-        [c.name, c.description, c.status, c.trigger, c.steps, now, id, accountId, c.nextRunAt],
+        [c.name, c.description, c.status, c.trigger, c.steps, now, id, accountId, c.nextRunAt, c.monitorId ?? null],
       );
       if (moved.rowCount === 0) return undefined;
       await tx.query(INSERT_VERSION, [id]);
@@ -109,12 +117,62 @@ export class PgWorkflows implements WorkflowsPort {
   }
 
   async fireSchedule(f: ScheduleFire): Promise<ScheduleFireResult> {
+    return this.fire(f, (tx) => tx.query("UPDATE workflows SET next_run_at = $1 WHERE id = $2 AND next_run_at = $3 AND deleted_at IS NULL AND status = 'active'", [f.nextAt, f.workflowId, f.dueAt]));
+  }
+
+  async pinnedSteps(accountId: string, runId: string): Promise<string | undefined> {
+    const row = await this.one<{ steps: string }>(
+      this.db,
+      'SELECT v.steps FROM workflow_runs r JOIN workflow_versions v ON v.workflow_id = r.workflow_id AND v.version = r.workflow_version WHERE r.id = $1 AND r.account_id = $2',
+      [runId, accountId],
+    );
+    return row?.steps;
+  }
+
+  async rerun(input: { sourceRunId: string; id: string; accountId: string; cursor: number; outputs: string; stepsCompleted: number; maxInFlight: number; now: number }): Promise<WorkflowRunRecord> {
+    return this.db.transaction(async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext('workflow_runs:' || $1))", [input.accountId]);
+      const found = await this.one<{ status: string }>(tx, 'SELECT status FROM workflow_runs WHERE id = $1 AND account_id = $2', [input.sourceRunId, input.accountId]);
+      if (!found) throw runNotFound(input.sourceRunId);
+      if (found.status === 'queued' || found.status === 'running') throw runEnded(input.sourceRunId, found.status, 'only a run that has ended can be run again');
+      const busy = await this.one<{ n: number }>(tx, "SELECT count(*) AS n FROM workflow_runs WHERE account_id = $1 AND status IN ('queued', 'running')", [input.accountId]);
+      if (busy!.n >= input.maxInFlight) throw tooManyRuns(input.maxInFlight);
+      await tx.query(
+        `INSERT INTO workflow_runs (id, account_id, workflow_id, workflow_version, workflow_name, status, input, outputs, cursor, steps_completed, steps_total, created_at)
+         SELECT $1, account_id, workflow_id, workflow_version, workflow_name, 'queued', input, $2, $3, $6, steps_total, $4 FROM workflow_runs WHERE id = $5`,
+        [input.id, input.outputs, input.cursor, input.now, input.sourceRunId, input.stepsCompleted],
+      );
+      await tx.query(INSERT_LOG, [`wfl_${randomUUID()}`, null, 'info', `run again from step ${input.cursor + 1} of run ${input.sourceRunId}`, JSON.stringify({ source_run_id: input.sourceRunId, cursor: input.cursor }), input.now, input.id]);
+      return (await this.one<WorkflowRunRecord>(tx, `SELECT ${R} FROM workflow_runs WHERE id = $1`, [input.id]))!;
+    });
+  }
+
+  async dueMonitorEvents(limit: number): Promise<DueMonitorEvent[]> {
+    const { rows } = await this.db.query<DueMonitorEvent>(
+      `SELECT w.id AS "workflowId", w.account_id AS "accountId", w.monitor_id AS "monitorId", r.id AS "monitorRunId", r.finished_at AS "finishedAt"
+         FROM workflows w JOIN monitor_runs r ON r.monitor_id = w.monitor_id AND r.account_id = w.account_id
+        WHERE w.monitor_id IS NOT NULL AND w.deleted_at IS NULL AND w.status = 'active'
+          AND r.status = 'completed' AND r.changes_detected > 0 AND r.finished_at > w.event_after
+        ORDER BY r.finished_at, w.id COLLATE "C" LIMIT $1`,
+      [limit],
+    );
+    return rows;
+  }
+
+  async fireMonitorEvent(f: MonitorEventFire): Promise<ScheduleFireResult> {
+    return this.fire(f, (tx) => tx.query("UPDATE workflows SET event_after = $1 WHERE id = $2 AND event_after < $1 AND deleted_at IS NULL AND status = 'active'", [f.finishedAt, f.workflowId]));
+  }
+
+  /**
+   * A run a trigger starts: `move` is the trigger's compare-and-set (its rowCount 0: another
+   * process fired first), then the runs-in-flight check and the run, under the account's lock.
+   */
+  private fire(f: { workflowId: string; runId: string; input: string; maxInFlight: number; now: number }, move: (tx: PgQueryable) => Promise<{ rowCount: number }>): Promise<ScheduleFireResult> {
     return this.db.transaction(async (tx): Promise<ScheduleFireResult> => {
       const owner = await this.one<{ accountId: string }>(tx, 'SELECT account_id AS "accountId" FROM workflows WHERE id = $1', [f.workflowId]);
       if (!owner) return 'taken';
       await tx.query("SELECT pg_advisory_xact_lock(hashtext('workflow_runs:' || $1))", [owner.accountId]);
-      const moved = await tx.query("UPDATE workflows SET next_run_at = $1 WHERE id = $2 AND next_run_at = $3 AND deleted_at IS NULL AND status = 'active'", [f.nextAt, f.workflowId, f.dueAt]);
-      if (moved.rowCount === 0) return 'taken';
+      if ((await move(tx)).rowCount === 0) return 'taken';
       const wf = (await this.one<WorkflowRecord>(tx, `SELECT ${W} FROM workflows WHERE id = $1`, [f.workflowId]))!;
       const busy = await this.one<{ n: number }>(tx, "SELECT count(*) AS n FROM workflow_runs WHERE account_id = $1 AND status IN ('queued', 'running')", [wf.accountId]);
       if (busy!.n >= f.maxInFlight) return 'limited';
@@ -238,21 +296,26 @@ export class PgWorkflows implements WorkflowsPort {
           ],
         );
         if (moved.rowCount === 0) throw new Rollback('lease_lost');
-        if (c.charge && c.charge.amount > 0) {
-          const line = await tx.query(
-            "INSERT INTO ledger (id, account_id, delta, reason, kind, job_id, created_at) VALUES ($1, $2, $3, 'charge', $4, NULL, $5) ON CONFLICT (id) DO NOTHING",
-            [c.charge.ledgerId, c.accountId, -c.charge.amount, c.charge.kind, c.now],
-          );
-          if (line.rowCount > 0) {
+        const charge = c.charge && c.charge.amount > 0 ? c.charge : undefined;
+        if (charge) {
+          // The account's row lock, as every charge takes it: the repeat-free check and the record
+          // below see no other charge of the account half done.
+          const account = await lockAccount(tx, c.accountId);
+          const free = charge.repeatFree;
+          if (free && (await billedAfter(tx, this.names, account.seq, [charge.kind], [[free.key]], free.since))[0]!.size > 0) throw new Rollback('billed');
+          const ledgerSeq = await insertLedgerLine(tx, { id: charge.ledgerId, accountId: c.accountId, delta: -charge.amount, reason: 'charge', kind: charge.kind, jobId: null, now: c.now });
+          if (ledgerSeq !== undefined) {
             const spent = await tx.query(
               `UPDATE accounts SET credits = credits - $1
                 WHERE id = $2 AND credits - (SELECT COALESCE(SUM(amount), 0) FROM credit_reservations WHERE account_id = $2) >= $1`,
-              [c.charge.amount, c.accountId],
+              [charge.amount, c.accountId],
             );
             if (spent.rowCount === 0) throw new Rollback('insufficient_credits');
-            await tx.query('UPDATE workflow_runs SET credits_used = credits_used + $1 WHERE id = $2', [c.charge.amount, c.runId]);
+            await tx.query('UPDATE workflow_runs SET credits_used = credits_used + $1 WHERE id = $2', [charge.amount, c.runId]);
+            if (free) await recordBilled(tx, this.names, account.seq, [{ kind: charge.kind, key: free.key, ledgerSeq }], c.now);
           }
         }
+        await putResults(tx, c.cache ?? [], c.now);
         if (c.delivery) {
           const d = c.delivery;
           await tx.query(

@@ -321,6 +321,16 @@ export class SqliteBilling implements BillingPort {
     return { ok: true };
   }
 
+  /**
+   * Records in the billing cache that the account paid for `key` with ledger line `ledgerSeq`,
+   * inside the caller's write transaction, after `freshlyBilledSync` checked it there (see
+   * SqliteBillingIndex.record); the caller calls `afterCommit` once it has committed. For a charge
+   * whose ledger line the caller wrote itself (a workflow step's, with its own id).
+   */
+  recordChargeSync(accountId: string, kind: string, key: string, ledgerSeq: number, now: number): void {
+    this.index.record(this.seq(accountId), kind, this.hashes(kind, [key]), now, ledgerSeq);
+  }
+
   /** The balance less every reservation of the account: what a chunk with none could reserve now. */
   spendableAfterReleaseSync(accountId: string): number {
     return this.spendableSync(accountId, undefined);

@@ -63,7 +63,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     repoScans: new SqliteRepoScans(db),
     ipNetwork: new SqliteIpNetwork(db),
     complianceChecks: new SqliteComplianceChecks(db),
-    workflows: new SqliteWorkflows(db),
+    workflows: new SqliteWorkflows(db, billing, results),
     async ping() {
       ping.get();
     },

@@ -2,11 +2,17 @@ import { randomUUID } from 'node:crypto';
 import type { Lease } from '../job-records.js';
 import type { Page } from '../monitor-records.js';
 import type { WorkflowsPort } from '../store.js';
-import type { DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
-import { CLAIMABLE, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
+import type { DueMonitorEvent, MonitorEventFire, DueSchedule, ScheduleFire, ScheduleFireResult, StepCommit, StepCommitResult, WorkflowLogRecord, WorkflowRecord, WorkflowRunClaim, WorkflowRunRecord, WorkflowWrite } from '../workflow-records.js';
+import { CLAIMABLE, KEPT_EVENT_CURSOR, released, logColumns, notActive, runColumns, runEnded, runNotFound, tooManyRuns, workflowColumns, workflowNotFound } from '../workflow-rows.js';
 import type { Db } from './open-database.js';
+import type { SqliteBilling } from './sqlite-billing.js';
+import type { SqliteResults } from './sqlite-results.js';
 
-class Rollback extends Error {}
+class Rollback extends Error {
+  constructor(readonly result: StepCommitResult) {
+    super(result);
+  }
+}
 
 /**
  * Workflows on SQLite. Every write is an IMMEDIATE transaction: the single writer serialises two
@@ -16,13 +22,18 @@ class Rollback extends Error {}
 export class SqliteWorkflows implements WorkflowsPort {
   private readonly s;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    /** The billing cache and result cache the jobs and single lookups use, for lookup steps. */
+    private readonly billing: SqliteBilling,
+    private readonly results: SqliteResults,
+  ) {
     const W = workflowColumns('');
     const R = runColumns('');
     this.s = {
       insert: db.prepare(
-        `INSERT INTO workflows (id, account_id, name, description, status, trigger, steps, version, created_at, updated_at, next_run_at)
-         VALUES (@id, @accountId, @name, @description, @status, @trigger, @steps, 1, @now, @now, @nextRunAt)`,
+        `INSERT INTO workflows (id, account_id, name, description, status, trigger, steps, version, created_at, updated_at, next_run_at, monitor_id, event_after)
+         VALUES (@id, @accountId, @name, @description, @status, @trigger, @steps, 1, @now, @now, @nextRunAt, @monitorId, CASE WHEN @monitorId IS NULL THEN NULL ELSE @now END)`,
       ),
       insertVersion: db.prepare(
         `INSERT INTO workflow_versions (workflow_id, version, name, description, status, trigger, steps, created_at)
@@ -36,7 +47,9 @@ export class SqliteWorkflows implements WorkflowsPort {
       count: db.prepare('SELECT count(*) AS n FROM workflows WHERE account_id = @accountId AND deleted_at IS NULL AND (@status IS NULL OR status = @status)'),
       update: db.prepare(
         `UPDATE workflows SET name = @name, description = @description, status = @status, trigger = @trigger, steps = @steps,
-           next_run_at = @nextRunAt, version = version + 1, updated_at = @now WHERE id = @id AND account_id = @accountId AND deleted_at IS NULL`,
+           next_run_at = @nextRunAt, version = version + 1, updated_at = @now,
+           monitor_id = @monitorId, event_after = ${KEPT_EVENT_CURSOR('@monitorId', '@status', '@now')}
+         WHERE id = @id AND account_id = @accountId AND deleted_at IS NULL`,
       ),
       delete: db.prepare('UPDATE workflows SET deleted_at = ? WHERE id = ? AND account_id = ? AND deleted_at IS NULL'),
       inFlight: db.prepare("SELECT count(*) AS n FROM workflow_runs WHERE account_id = ? AND status IN ('queued', 'running')"),
@@ -88,6 +101,21 @@ export class SqliteWorkflows implements WorkflowsPort {
         `SELECT id, account_id AS accountId, trigger, next_run_at AS nextRunAt FROM workflows
           WHERE next_run_at IS NOT NULL AND next_run_at <= ? AND deleted_at IS NULL AND status = 'active' ORDER BY next_run_at, id LIMIT ?`,
       ),
+      dueEvents: db.prepare(
+        `SELECT w.id AS workflowId, w.account_id AS accountId, w.monitor_id AS monitorId, r.id AS monitorRunId, r.finished_at AS finishedAt
+           FROM workflows w JOIN monitor_runs r ON r.monitor_id = w.monitor_id AND r.account_id = w.account_id
+          WHERE w.monitor_id IS NOT NULL AND w.deleted_at IS NULL AND w.status = 'active'
+            AND r.status = 'completed' AND r.changes_detected > 0 AND r.finished_at > w.event_after
+          ORDER BY r.finished_at, w.id LIMIT ?`,
+      ),
+      moveEvent: db.prepare("UPDATE workflows SET event_after = ? WHERE id = ? AND event_after < ? AND deleted_at IS NULL AND status = 'active'"),
+      pinned: db.prepare(
+        'SELECT v.steps FROM workflow_runs r JOIN workflow_versions v ON v.workflow_id = r.workflow_id AND v.version = r.workflow_version WHERE r.id = ? AND r.account_id = ?',
+      ),
+      insertRerun: db.prepare(
+        `INSERT INTO workflow_runs (id, account_id, workflow_id, workflow_version, workflow_name, status, input, outputs, cursor, steps_completed, steps_total, created_at)
+         SELECT @id, account_id, workflow_id, workflow_version, workflow_name, 'queued', input, @outputs, @cursor, @stepsCompleted, steps_total, @now FROM workflow_runs WHERE id = @sourceRunId`,
+      ),
       moveDue: db.prepare("UPDATE workflows SET next_run_at = ? WHERE id = ? AND next_run_at = ? AND deleted_at IS NULL AND status = 'active'"),
       byId: db.prepare(`SELECT ${W} FROM workflows WHERE id = ?`),
       setIngest: db.prepare(
@@ -111,7 +139,7 @@ export class SqliteWorkflows implements WorkflowsPort {
   async create(input: WorkflowWrite & { id: string; accountId: string; now: number }): Promise<WorkflowRecord> {
     return this.db
       .transaction(() => {
-        this.s.insert.run(input);
+        this.s.insert.run({ ...input, monitorId: input.monitorId ?? null });
         this.s.insertVersion.run(input.id);
         return this.s.get.get(input.id, input.accountId) as WorkflowRecord;
       })
@@ -131,7 +159,7 @@ export class SqliteWorkflows implements WorkflowsPort {
   async update(accountId: string, id: string, changes: WorkflowWrite, now: number): Promise<WorkflowRecord | undefined> {
     return this.db
       .transaction(() => {
-        if (this.s.update.run({ ...changes, id, accountId, now }).changes === 0) return undefined;
+        if (this.s.update.run({ ...changes, monitorId: changes.monitorId ?? null, id, accountId, now }).changes === 0) return undefined;
         this.s.insertVersion.run(id);
         return this.s.get.get(id, accountId) as WorkflowRecord;
       })
@@ -161,15 +189,48 @@ export class SqliteWorkflows implements WorkflowsPort {
   }
 
   async fireSchedule(f: ScheduleFire): Promise<ScheduleFireResult> {
+    return this.fire(f, () => this.s.moveDue.run(f.nextAt, f.workflowId, f.dueAt).changes > 0);
+  }
+
+  async pinnedSteps(accountId: string, runId: string): Promise<string | undefined> {
+    return (this.s.pinned.get(runId, accountId) as { steps: string } | undefined)?.steps;
+  }
+
+  async rerun(input: { sourceRunId: string; id: string; accountId: string; cursor: number; outputs: string; stepsCompleted: number; maxInFlight: number; now: number }): Promise<WorkflowRunRecord> {
     return this.db
-      .transaction((): ScheduleFireResult => {
-        if (this.s.moveDue.run(f.nextAt, f.workflowId, f.dueAt).changes === 0) return 'taken';
-        const wf = this.s.byId.get(f.workflowId) as WorkflowRecord;
-        if ((this.s.inFlight.get(wf.accountId) as { n: number }).n >= f.maxInFlight) return 'limited';
-        this.s.insertRun.run(f.runId, wf.accountId, wf.id, wf.version, wf.name, f.input, (JSON.parse(wf.steps) as unknown[]).length, f.now);
-        return 'started';
+      .transaction(() => {
+        const found = this.s.status.get(input.sourceRunId, input.accountId) as { status: string } | undefined;
+        if (!found) throw runNotFound(input.sourceRunId);
+        if (found.status === 'queued' || found.status === 'running') throw runEnded(input.sourceRunId, found.status, 'only a run that has ended can be run again');
+        if ((this.s.inFlight.get(input.accountId) as { n: number }).n >= input.maxInFlight) throw tooManyRuns(input.maxInFlight);
+        this.s.insertRerun.run({ id: input.id, outputs: input.outputs, cursor: input.cursor, stepsCompleted: input.stepsCompleted, now: input.now, sourceRunId: input.sourceRunId });
+        this.s.insertLog.run(`wfl_${randomUUID()}`, null, 'info', `run again from step ${input.cursor + 1} of run ${input.sourceRunId}`, JSON.stringify({ source_run_id: input.sourceRunId, cursor: input.cursor }), input.now, input.id);
+        return this.s.run.get(input.id, input.accountId) as WorkflowRunRecord;
       })
       .immediate();
+  }
+
+  async dueMonitorEvents(limit: number): Promise<DueMonitorEvent[]> {
+    return this.s.dueEvents.all(limit) as DueMonitorEvent[];
+  }
+
+  async fireMonitorEvent(f: MonitorEventFire): Promise<ScheduleFireResult> {
+    return this.fire(f, () => this.s.moveEvent.run(f.finishedAt, f.workflowId, f.finishedAt).changes > 0);
+  }
+
+  /** A run a trigger starts: `move` is the trigger's compare-and-set (false: another process fired first). */
+  private fire(f: { workflowId: string; runId: string; input: string; maxInFlight: number; now: number }, move: () => boolean): Promise<ScheduleFireResult> {
+    return Promise.resolve(
+      this.db
+        .transaction((): ScheduleFireResult => {
+          if (!move()) return 'taken';
+          const wf = this.s.byId.get(f.workflowId) as WorkflowRecord;
+          if ((this.s.inFlight.get(wf.accountId) as { n: number }).n >= f.maxInFlight) return 'limited';
+          this.s.insertRun.run(f.runId, wf.accountId, wf.id, wf.version, wf.name, f.input, (JSON.parse(wf.steps) as unknown[]).length, f.now);
+          return 'started';
+        })
+        .immediate(),
+    );
   }
 
   async setIngestToken(accountId: string, id: string, hash: string, graceUntil: number): Promise<boolean> {
@@ -218,12 +279,23 @@ export class SqliteWorkflows implements WorkflowsPort {
 
   async commitStep(c: StepCommit): Promise<StepCommitResult> {
     try {
-      return this.db
+      const result = this.db
         .transaction((): StepCommitResult => {
+          const charge = c.charge && c.charge.amount > 0 ? c.charge : undefined;
+          // Checked before anything is written: a key paid for meanwhile makes the step free, and
+          // the driver commits it again without the charge.
+          if (charge?.repeatFree && this.billing.freshlyBilledSync(c.accountId, charge.kind, [charge.repeatFree.key], charge.repeatFree.since).size > 0) {
+            throw new Rollback('billed');
+          }
           let credits = 0;
-          if (c.charge && c.charge.amount > 0 && this.s.insertLedger.run(c.charge.ledgerId, c.accountId, -c.charge.amount, c.charge.kind, c.now).changes > 0) {
-            if (this.s.spend.run({ amount: c.charge.amount, accountId: c.accountId }).changes === 0) throw new Rollback();
-            credits = c.charge.amount;
+          let ledgerSeq: number | undefined;
+          if (charge) {
+            const line = this.s.insertLedger.run(charge.ledgerId, c.accountId, -charge.amount, charge.kind, c.now);
+            if (line.changes > 0) {
+              if (this.s.spend.run({ amount: charge.amount, accountId: c.accountId }).changes === 0) throw new Rollback('insufficient_credits');
+              credits = charge.amount;
+              ledgerSeq = Number(line.lastInsertRowid);
+            }
           }
           const moved = this.s.advance.run({
             nextCursor: c.next.cursor,
@@ -245,7 +317,10 @@ export class SqliteWorkflows implements WorkflowsPort {
             cursor: c.cursor,
           });
           // Fenced out: the charge above (if any) rolls back with everything else.
-          if (moved.changes === 0) throw new LeaseLost();
+          if (moved.changes === 0) throw new Rollback('lease_lost');
+          // Last of the billing writes: nothing may check the billing cache after it in this transaction.
+          if (charge?.repeatFree && ledgerSeq !== undefined) this.billing.recordChargeSync(c.accountId, charge.kind, charge.repeatFree.key, ledgerSeq, c.now);
+          for (const entry of c.cache ?? []) this.results.putSync(entry.kind, entry.key, entry.result, c.now);
           if (c.delivery) {
             const d = c.delivery;
             this.s.insertDelivery.run(d.id, d.webhookId, d.messageId, d.eventType, d.payload, c.now, c.now);
@@ -254,9 +329,10 @@ export class SqliteWorkflows implements WorkflowsPort {
           return 'committed';
         })
         .immediate();
+      this.billing.afterCommit();
+      return result;
     } catch (e) {
-      if (e instanceof Rollback) return 'insufficient_credits';
-      if (e instanceof LeaseLost) return 'lease_lost';
+      if (e instanceof Rollback) return e.result;
       throw e;
     }
   }
@@ -286,4 +362,3 @@ export class SqliteWorkflows implements WorkflowsPort {
   }
 }
 
-class LeaseLost extends Error {}
