@@ -9,9 +9,12 @@ export const AUDIT_ACTIONS = {
   keyDisabled: 'key.disabled',
   keyEnabled: 'key.enabled',
   keyRevoked: 'key.revoked',
+  /** A roll: the target is the old key, which ends after its grace; a `key.created` names the new one. */
+  keyRolled: 'key.rolled',
   webhookCreated: 'webhook.created',
   webhookUpdated: 'webhook.updated',
   webhookDeleted: 'webhook.deleted',
+  webhookSecretRotated: 'webhook.secret_rotated',
   loginSucceeded: 'login.succeeded',
   loginFailed: 'login.failed',
   sessionEnded: 'session.ended',

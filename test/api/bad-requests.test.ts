@@ -145,6 +145,19 @@ const rows: Row[] = [
   { name: 'reveal: id not a UUID', method: 'GET', url: '/api/account/keys/reveal?id=abc', auth: 'key', status: 400, error: 'id is required and must be a UUID' },
   { name: 'reveal: unknown key', method: 'GET', url: `/api/account/keys/reveal?id=${UNKNOWN_UUID}`, auth: 'key', status: 404, error: 'API key not found' },
   { name: 'reveal without a key', method: 'GET', url: `/api/account/keys/reveal?id=${UNKNOWN_UUID}`, auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'GET roll', method: 'GET', url: '/api/account/keys/roll', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
+  { name: 'roll: no body', method: 'POST', url: '/api/account/keys/roll', auth: 'key', status: 400, error: 'id is required and must be a UUID' },
+  { name: 'roll: id not a UUID', method: 'POST', url: '/api/account/keys/roll', auth: 'key', body: { id: 'abc' }, status: 400, error: 'id is required and must be a UUID' },
+  { name: 'roll: id is a number (wrong type)', method: 'POST', url: '/api/account/keys/roll', auth: 'key', body: { id: 7 }, status: 400, error: 'id is required and must be a UUID' },
+  { name: 'roll: grace over a week', method: 'POST', url: '/api/account/keys/roll', auth: 'key', body: { id: UNKNOWN_UUID, grace_seconds: 604801 }, status: 422, error: INVALID_REQUEST },
+  { name: 'roll: grace negative', method: 'POST', url: '/api/account/keys/roll', auth: 'key', body: { id: UNKNOWN_UUID, grace_seconds: -1 }, status: 422, error: INVALID_REQUEST },
+  { name: 'roll: grace a string', method: 'POST', url: '/api/account/keys/roll', auth: 'key', body: { id: UNKNOWN_UUID, grace_seconds: '60' }, status: 422, error: INVALID_REQUEST },
+  { name: 'roll: body an array', method: 'POST', url: '/api/account/keys/roll', auth: 'key', body: '[]', contentType: JSON_TYPE, status: 422, error: INVALID_REQUEST },
+  { name: 'roll: unknown key', method: 'POST', url: '/api/account/keys/roll', auth: 'key', body: { id: UNKNOWN_UUID }, status: 404, error: 'API key not found' },
+  { name: 'roll without a key', method: 'POST', url: '/api/account/keys/roll', auth: 'none', body: { id: UNKNOWN_UUID }, status: 401, error: 'Unauthorized' },
+  { name: 'create key: expires_at in the past', method: 'POST', url: '/api/account/keys', auth: 'key', body: { name: 'k', expires_at: '2001-01-01T00:00:00Z' }, status: 422, error: INVALID_REQUEST },
+  { name: 'create key: expires_at without a zone', method: 'POST', url: '/api/account/keys', auth: 'key', body: { name: 'k', expires_at: '2030-01-01T00:00:00' }, status: 422, error: INVALID_REQUEST },
+  { name: 'create key: expires_at a number', method: 'POST', url: '/api/account/keys', auth: 'key', body: { name: 'k', expires_at: 1893456000000 }, status: 422, error: INVALID_REQUEST },
 
   // POST /api/jobs/bulk
   { name: 'GET bulk', method: 'GET', url: '/api/jobs/bulk', auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
@@ -338,6 +351,12 @@ const rows: Row[] = [
   { name: 'webhooks: test without id', method: 'POST', url: '/api/webhooks/test', auth: 'key', body: {}, status: 400, error: 'id is required' },
   { name: 'webhooks: test with a numeric id', method: 'POST', url: '/api/webhooks/test', auth: 'key', body: { id: 7 }, status: 422, error: INVALID_REQUEST },
   { name: 'webhooks: deliveries without webhook_id', method: 'GET', url: '/api/webhooks/deliveries', auth: 'key', status: 400, error: 'webhook_id is required' },
+  { name: 'webhooks: rotate the secret of an unknown webhook', method: 'POST', url: `/api/webhooks/${UNKNOWN_UUID}/rotate-secret`, auth: 'key', status: 404, error: 'Webhook not found' },
+  { name: 'webhooks: rotate with an overlap over a week', method: 'POST', url: `/api/webhooks/${UNKNOWN_UUID}/rotate-secret`, auth: 'key', body: { overlap_seconds: 604801 }, status: 422, error: INVALID_REQUEST },
+  { name: 'webhooks: rotate with a fractional overlap', method: 'POST', url: `/api/webhooks/${UNKNOWN_UUID}/rotate-secret`, auth: 'key', body: { overlap_seconds: 1.5 }, status: 422, error: INVALID_REQUEST },
+  { name: 'webhooks: rotate with a body that is an array', method: 'POST', url: `/api/webhooks/${UNKNOWN_UUID}/rotate-secret`, auth: 'key', body: '[1]', contentType: JSON_TYPE, status: 422, error: INVALID_REQUEST },
+  { name: 'webhooks: rotate without a key', method: 'POST', url: `/api/webhooks/${UNKNOWN_UUID}/rotate-secret`, auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'webhooks: GET rotate-secret', method: 'GET', url: `/api/webhooks/${UNKNOWN_UUID}/rotate-secret`, auth: 'key', status: 405, error: 'Method not allowed', allow: ['POST'] },
 
   // Monitors and target lists
   { name: 'monitors: a spec type without a lookup', method: 'POST', url: '/api/monitors', auth: 'key', body: { name: 'x', type: 'darkweb', frequency: 'weekly' }, status: 422, error: /monitor type darkweb is not supported/ },

@@ -23,6 +23,14 @@ const CREATE_DESCRIPTION =
 const DELIVERIES_DESCRIPTION =
   `A JSON array of the webhook's ${DELIVERY_LIST_LIMIT} most recent deliveries, newest first, without the {success, result} envelope ` +
   'of the other webhook routes; errors (400 without webhook_id, 404 for an unknown or deleted webhook) keep that envelope.';
+/** The longest both secrets sign (a week) and the overlap without `overlap_seconds` (a day). */
+const MAX_OVERLAP_SECONDS = 7 * 86_400;
+const DEFAULT_OVERLAP_SECONDS = 86_400;
+const ROTATE_DESCRIPTION =
+  'Admin keys only. A new signing secret, returned this once (later: GET /api/webhooks/{id}). Body (optional): `overlap_seconds`, 0 to ' +
+  `${MAX_OVERLAP_SECONDS} (default ${DEFAULT_OVERLAP_SECONDS}): until then every delivery carries a signature with the new secret and one with ` +
+  'the secret before, space-separated in `webhook-signature` (two `v1,` entries) and in `X-Sluice-Signature` (two `sha256=` entries); after it, ' +
+  'the new one only, and the old secret is erased. 409 `invalid_state` for a Telegram webhook (it has no signing secret).';
 const TELEGRAM_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,100}$/;
 const PAGE = { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, offset: { type: 'integer', minimum: 0, default: 0 } } } as const;
 
@@ -134,8 +142,27 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
     const webhook = await ownWebhook(request.caller!.accountId, request.params.id);
     const admin = request.caller!.key.role === 'admin';
     const secret = admin && webhook.kind === WEBHOOK_KINDS.generic ? await store.signingSecret(webhook.id) : undefined;
-    return { success: true, result: { ...webhookView(webhook), ...(secret ? { signing_secret: secret } : {}) }, message: 'Webhook found' };
+    const overlapEnd = secret ? await store.overlapEnd(webhook.id, now()) : undefined;
+    const rotation = overlapEnd === undefined ? {} : { previous_secret_valid_until: new Date(overlapEnd).toISOString() };
+    return { success: true, result: { ...webhookView(webhook), ...(secret ? { signing_secret: secret } : {}), ...rotation }, message: 'Webhook found' };
   });
+
+  app.post<{ Params: { id: string }; Body: unknown }>(
+    '/api/webhooks/:id/rotate-secret',
+    { schema: { tags: ['webhooks'], description: ROTATE_DESCRIPTION } },
+    async (request) => {
+      const caller = requireAdmin(request);
+      const overlapSeconds = new WebhookBody(request.body).optionalSeconds('overlap_seconds', MAX_OVERLAP_SECONDS) ?? DEFAULT_OVERLAP_SECONDS;
+      const webhook = await ownWebhook(caller.accountId, request.params.id);
+      const { secret, previousUntil } = await store.rotateSecret(webhook, overlapSeconds * 1000, now());
+      await audit(request, AUDIT_ACTIONS.webhookSecretRotated, webhook.id);
+      return {
+        success: true,
+        result: { signing_secret: secret, previous_secret_valid_until: previousUntil === null ? null : new Date(previousUntil).toISOString() },
+        message: previousUntil === null ? 'Signing secret rotated; deliveries are signed with the new secret only' : 'Signing secret rotated; deliveries carry a signature with each secret until the overlap ends',
+      };
+    },
+  );
 
   app.put<{ Body: unknown }>('/api/webhooks', { schema: { tags: ['webhooks'] } }, async (request) => {
     const caller = requireAdmin(request);
