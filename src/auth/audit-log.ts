@@ -21,6 +21,25 @@ export const AUDIT_ACTIONS = {
   accountSuspended: 'account.suspended',
   accountReinstated: 'account.reinstated',
   jobDeleted: 'job.deleted',
+  /** Issue 27, item 9: every write an account makes, beside keys, webhooks and workflows. */
+  jobCreated: 'job.created',
+  jobCancelled: 'job.cancelled',
+  jobRetried: 'job.retried',
+  jobResumed: 'job.resumed',
+  listCreated: 'list.created',
+  listDeleted: 'list.deleted',
+  monitorCreated: 'monitor.created',
+  monitorUpdated: 'monitor.updated',
+  monitorDeleted: 'monitor.deleted',
+  monitorPaused: 'monitor.paused',
+  monitorResumed: 'monitor.resumed',
+  monitorTargetsAdded: 'monitor.targets_added',
+  monitorTargetsRemoved: 'monitor.targets_removed',
+  /** A run started by hand (scheduled runs are the monitor's own, not an action of a key). */
+  monitorRunStarted: 'monitor.run_started',
+  creditAlertSet: 'credit_alert.set',
+  /** `sluice accounts topup`: the operator's, so its actor is the CLI. */
+  creditsToppedUp: 'credits.topped_up',
   /** An exposed-credential scan (spec 4.6); the entry's label is the scan's `source`. */
   exposedKeysScanned: 'scan.exposed_keys',
   /** A code-host leak scan was started. */

@@ -21,6 +21,7 @@ import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, Snapsh
 import type { RepoScansPort } from './repo-scan-records.js';
 import type { QuotaUsagePort } from './quota-usage.js';
 import type { CreditAlertsPort } from './credit-alerts.js';
+import type { UsagePort } from './usage-records.js';
 import type {
   Account,
   ApiKeyRow,
@@ -71,6 +72,8 @@ export interface Store {
   readonly companies: CompaniesPort;
   readonly limits: LimitsPort;
   readonly audit: AuditPort;
+  /** Issue 27, item 9: each request made with an API key, its credits and response time. */
+  readonly usage: UsagePort;
   readonly retention: RetentionPort;
   readonly monitors: MonitorsPort;
   readonly monitorRuns: MonitorRunsPort;

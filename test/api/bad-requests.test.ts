@@ -116,6 +116,12 @@ const rows: Row[] = [
   { name: 'audit log: limit 0', method: 'GET', url: '/api/account/audit?limit=0', auth: 'key', status: 422, error: INVALID_REQUEST },
   { name: 'audit log: limit over 100', method: 'GET', url: '/api/account/audit?limit=101', auth: 'key', status: 422, error: INVALID_REQUEST },
   { name: 'audit log: before is not a number', method: 'GET', url: '/api/account/audit?before=abc', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'POST usage log', method: 'POST', url: '/api/account/usage', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET'] },
+  { name: 'usage log without a key', method: 'GET', url: '/api/account/usage', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'usage log: limit 0', method: 'GET', url: '/api/account/usage?limit=0', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'usage log: before is not a number', method: 'GET', url: '/api/account/usage?before=abc', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'usage log: since is not a time', method: 'GET', url: '/api/account/usage?since=yesterday', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'usage log: since without a zone', method: 'GET', url: '/api/account/usage?since=2026-01-01T00:00:00', auth: 'key', status: 422, error: INVALID_REQUEST },
 
   { name: 'PUT account keys', method: 'PUT', url: '/api/account/keys', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET', 'POST', 'PATCH'] },
   { name: 'DELETE account keys', method: 'DELETE', url: '/api/account/keys', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET', 'POST', 'PATCH'] },

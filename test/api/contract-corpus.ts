@@ -158,5 +158,7 @@ export const CORPUS: CorpusStep[] = [
   { name: 'the same request again', method: 'POST', path: '/api/ingest/workflows/{ingestToken}', as: 'none', headers: { 'idempotency-key': 'corpus-1' }, json: { email: 'john.smith@example.org' }, status: 200 },
   { name: 'revoke the ingest URL', method: 'DELETE', path: '/api/workflows/{workflow}/ingest-token', status: 200 },
   { name: 'delete the workflow', method: 'DELETE', path: '/api/workflows/{workflow}', status: 200 },
+  { name: 'the usage log', method: 'GET', path: '/api/account/usage', query: { limit: '20' }, status: 200 },
+  { name: 'the usage log since a time', method: 'GET', path: '/api/account/usage', query: { since: '2020-01-01T00:00:00Z' }, status: 200 },
   { name: 'log out', method: 'POST', path: '/api/auth/logout', as: 'session', status: 200 },
 ];

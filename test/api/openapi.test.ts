@@ -16,6 +16,7 @@ const OPERATIONS = [
   'POST /api/auth/logout',
   'POST /api/keys',
   'GET /api/account/audit',
+  'GET /api/account/usage',
   'POST /api/account/keys',
   'GET /api/account/keys',
   'PATCH /api/account/keys',

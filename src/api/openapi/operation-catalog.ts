@@ -114,6 +114,35 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
     },
     errors: { 403: 'Only an admin key reads the audit log' },
   },
+  'GET /api/account/usage': {
+    operationId: 'listUsageEntries',
+    summary: 'The account\'s usage log: every keyed request with its credits and response time, newest first',
+    ok: {
+      200: {
+        description: 'A page of entries; `next_before` asks for the next (older) page',
+        content: json(
+          object(['entries', 'next_before'], {
+            entries: {
+              type: 'array',
+              items: object(['id', 'at', 'method', 'route', 'status', 'credits', 'duration_ms', 'key_id'], {
+                id: int,
+                at: str,
+                method: str,
+                route: { type: 'string', description: 'The route template, such as /api/jobs/:id' },
+                status: int,
+                credits: { type: 'integer', description: 'What the answer reported it charged (`credits` or `credits_used`); 0 for the rest' },
+                duration_ms: { type: 'number' },
+                key_id: str,
+                source_ip: nullable('string'),
+              }),
+            },
+            next_before: nullable('integer'),
+          }),
+        ),
+      },
+    },
+    errors: { 403: 'Only an admin key reads the usage log', 422: 'limit, before or since invalid' },
+  },
   'POST /api/account/keys': {
     operationId: 'createKey',
     summary: 'Create an API key',
