@@ -58,7 +58,10 @@ export async function listRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
         return reply.code(201).send(made);
       }
       const body = request.body;
-      if (!body) throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: a JSON body {name, type, targets} or a multipart form is required');
+      // The schema covers JSON only: a text/plain body arrives as a string and went on to a 500.
+      if (!body || typeof body !== 'object' || Array.isArray(body)) {
+        throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: a JSON body {name, type, targets} or a multipart form is required');
+      }
       const { list, invalid } = await service.createList(caller.accountId, {
         name: body.name.trim(),
         type: body.type,
