@@ -137,6 +137,8 @@ const rows: Row[] = [
   { name: 'create key: unknown role', method: 'POST', url: '/api/account/keys', auth: 'key', body: { name: 'k', role: 'root' }, status: 422, error: INVALID_REQUEST },
   { name: 'create key: malformed JSON', method: 'POST', url: '/api/account/keys', auth: 'key', body: '{name: k}', contentType: JSON_TYPE, status: 400, error: 'Malformed JSON body' },
   { name: 'create key: text/plain', method: 'POST', url: '/api/account/keys', auth: 'key', body: 'k', contentType: 'text/plain', status: 422, error: INVALID_REQUEST },
+  { name: 'workflows: page 10^20 (a 500 before)', method: 'GET', url: '/api/workflows?page=99999999999999999999', auth: 'key', status: 422, error: INVALID_REQUEST },
+  { name: 'workflow runs: page 10^20 (a 500 before)', method: 'GET', url: '/api/workflows/runs?page=99999999999999999999', auth: 'key', status: 422, error: INVALID_REQUEST },
   { name: 'lists: a text/plain body (a 500 before)', method: 'POST', url: '/api/lists', auth: 'key', body: 'name=x', contentType: 'text/plain', status: 422, error: INVALID_REQUEST },
   { name: 'create key: XML', method: 'POST', url: '/api/account/keys', auth: 'key', body: '<name>k</name>', contentType: 'application/xml', status: 415, error: 'Unsupported content type' },
   { name: 'create key: JSON over 64 KiB', method: 'POST', url: '/api/account/keys', auth: 'key', body: OVERSIZED, contentType: JSON_TYPE, status: 413, error: 'Request body is too large' },
