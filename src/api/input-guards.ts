@@ -21,7 +21,8 @@ const MAX_DEPTH = 32;
 export function guardInputs(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
     const query = (request.query ?? {}) as Record<string, unknown>;
-    for (const name of ['offset', 'limit']) {
+    // `before`, the audit and usage logs' id cursor, too: 10^20 answered 500 on PostgreSQL's bigint.
+    for (const name of ['offset', 'limit', 'before']) {
       const value = query[name];
       if (value === undefined) continue;
       const n = Number(value);

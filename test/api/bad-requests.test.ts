@@ -118,6 +118,8 @@ const rows: Row[] = [
   { name: 'audit log: before is not a number', method: 'GET', url: '/api/account/audit?before=abc', auth: 'key', status: 422, error: INVALID_REQUEST },
   { name: 'POST usage log', method: 'POST', url: '/api/account/usage', auth: 'key', status: 405, error: 'Method not allowed', allow: ['GET'] },
   { name: 'usage log without a key', method: 'GET', url: '/api/account/usage', auth: 'none', status: 401, error: 'Unauthorized' },
+  { name: 'audit log: before past 2^53 (a 500 on PostgreSQL before)', method: 'GET', url: '/api/account/audit?before=99999999999999999999', auth: 'key', status: 400, error: /^Invalid request: before must be at most/ },
+  { name: 'usage log: before past 2^53 (a 500 on PostgreSQL before)', method: 'GET', url: '/api/account/usage?before=99999999999999999999', auth: 'key', status: 400, error: /^Invalid request: before must be at most/ },
   { name: 'usage log: limit 0', method: 'GET', url: '/api/account/usage?limit=0', auth: 'key', status: 422, error: INVALID_REQUEST },
   { name: 'usage log: before is not a number', method: 'GET', url: '/api/account/usage?before=abc', auth: 'key', status: 422, error: INVALID_REQUEST },
   { name: 'usage log: since is not a time', method: 'GET', url: '/api/account/usage?since=yesterday', auth: 'key', status: 422, error: INVALID_REQUEST },
