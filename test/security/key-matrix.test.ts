@@ -62,6 +62,15 @@ const PROBES: Record<string, (s: Setup) => Promise<string>> = {
     if (ok.length === 0) return 'no (403)';
     return ok.length === 3 ? 'any key' : ok.join(',') === 'readonly,tech' ? 'a `tech` or `readonly` key' : `unexpected ${ok.join(',')}`;
   },
+  'roll a key': async (s) => {
+    const ok: Role[] = [];
+    for (const role of ROLE_ORDER) {
+      const target = await addKey(s.h, s.accountId, role, `to roll ${role}`);
+      if ((await call(s, 'POST', '/api/account/keys/roll', { id: target.keyId })).statusCode === 200) ok.push(role);
+    }
+    if (ok.length === 0) return 'no (403)';
+    return ok.length === 3 ? 'any key' : ok.join(',') === 'readonly,tech' ? 'a `tech` or `readonly` key' : `unexpected ${ok.join(',')}`;
+  },
   'enable a key': async (s) => {
     const ok: Role[] = [];
     for (const role of ROLE_ORDER) {
