@@ -27,7 +27,7 @@ export function guardInputs(app: FastifyInstance): void {
       if (value === undefined) continue;
       const n = Number(value);
       if (Number.isFinite(n) && Math.abs(n) > MAX_PAGE_NUMBER) {
-        throw httpError(400, ERROR_CODES.invalidRequest, `Invalid request: ${name} must be at most ${MAX_PAGE_NUMBER}`, { field: name });
+        throw httpError(400, ERROR_CODES.invalidRequest, `Invalid request: ${name} must be no more than ${MAX_PAGE_NUMBER}`, { field: name });
       }
     }
     for (const [where, value] of [['query', request.query], ['path', request.params], ['body', request.body]] as const) {

@@ -137,11 +137,12 @@ export class KeyStore {
    * have ended: the copies the database engine kept anyway (free pages, WAL, dead tuples) are noise.
    */
   async forgetExpiredSeals(now: number): Promise<number> {
-    // Keys past their end are refused by check() already; revoking them here frees their place in
-    // the api_keys quota, so rolling a key every month never fills it.
-    await this.keys.revokeExpired(now);
     const dropped = await this.keys.forgetExpiredSeals(now);
     await this.sealer.destroyExpired(now);
+    // Keys past their end are refused by check() already; revoking them here frees their place in
+    // the api_keys quota, so rolling a key every month never fills it. Last: the erasure above is
+    // what must not wait.
+    await this.keys.revokeExpired(now);
     return dropped;
   }
 
