@@ -1,26 +1,7 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Role } from '../../src/auth/key-store.js';
 import { addKey, bearer, closeHarnesses, json, newAccount, openStoreHarness, type ApiHarness } from '../support/api-harness.js';
-import { REPO_ROOT, TEST_STORES } from '../support/test-engine.js';
-
-const ROLE_ORDER: Role[] = ['readonly', 'tech', 'admin'];
-type Row = { operation: string } & Record<Role, string>;
-
-/** The role × operation table of docs/security.md ("Every other route"). */
-function table(): Row[] {
-  const doc = fs.readFileSync(path.join(REPO_ROOT, 'docs/security.md'), 'utf8');
-  const start = doc.indexOf('| operation | readonly | tech | admin |');
-  expect(start, 'the route matrix is in docs/security.md').toBeGreaterThan(0);
-  const rows: Row[] = [];
-  for (const line of doc.slice(start).split('\n').slice(2)) {
-    if (!line.startsWith('|')) break;
-    const [operation, readonly, tech, admin] = line.split('|').slice(1, -1).map((c) => c.trim());
-    rows.push({ operation: operation!, readonly: readonly!, tech: tech!, admin: admin! });
-  }
-  return rows;
-}
+import { roleTable, ROLE_ORDER } from '../support/role-table.js';
+import { TEST_STORES } from '../support/test-engine.js';
 
 interface Cell {
   h: ApiHarness;
@@ -112,14 +93,15 @@ describe.each(TEST_STORES)('the route matrix of docs/security.md, row by row, on
   afterEach(() => closeHarnesses());
 
   it('every row and role does what its cell says', async () => {
-    const rows = table();
-    expect(rows.map((r) => r.operation)).toEqual(Object.keys(PROBES));
+    const rows = roleTable('operation');
+    expect(rows, 'the route matrix is in docs/security.md').toBeDefined();
+    expect(rows!.map((r) => r.name)).toEqual(Object.keys(PROBES));
     const h = await openStoreHarness(kind, { SLUICE_RATE_LIMIT_PER_MINUTE: '10000', SLUICE_WEBHOOK_ALLOW_PRIVATE: 'true', SLUICE_WEBHOOK_TIMEOUT_MS: '1000' });
-    for (const row of rows) {
+    for (const row of rows!) {
       for (const role of ROLE_ORDER) {
         const a = await newAccount(h);
         const key = role === 'admin' ? a.key : (await addKey(h, a.id, role, `caller ${role}`)).key;
-        expect(await PROBES[row.operation]!({ h, key, adminKey: a.key }), `${row.operation} by ${role}`).toBe(row[role]);
+        expect(await PROBES[row.name]!({ h, key, adminKey: a.key }), `${row.name} by ${role}`).toBe(row[role]);
       }
     }
   }, 240_000);

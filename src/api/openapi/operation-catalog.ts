@@ -57,6 +57,13 @@ const GENDER_ANSWER = object(['email', 'gender', 'probability', 'credits'], {
   cached: { type: 'boolean' },
 });
 const COMPANY_CANDIDATE = object(['name'], { name: str, domain: nullable('string'), industry: nullable('string'), employee_count: nullable('integer'), country: nullable('string'), website: nullable('string'), score: { type: 'number' } });
+/** A page of a log (audit, usage), newest first: `next_before` is the cursor of the next page. */
+const entryPage = (items: unknown) => ({
+  200: {
+    description: 'A page of entries; `next_before` asks for the next (older) page',
+    content: json(object(['entries', 'next_before'], { entries: { type: 'array', items }, next_before: nullable('integer') })),
+  },
+});
 const REDIRECT = {
   description: 'Redirect to a fresh presigned URL of the file',
   headers: { Location: { $ref: '#/components/headers/Location' } },
@@ -98,49 +105,25 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
   'GET /api/account/audit': {
     operationId: 'listAuditEntries',
     summary: 'The account\'s audit log, newest first',
-    ok: {
-      200: {
-        description: 'A page of entries; `next_before` asks for the next (older) page',
-        content: json(
-          object(['entries', 'next_before'], {
-            entries: {
-              type: 'array',
-              items: object(['id', 'at', 'action', 'actor'], { id: int, at: str, action: str, actor: object(['type'], { type: str, id: nullable('string'), name: nullable('string') }), target_id: nullable('string'), source_ip: nullable('string'), user_agent: nullable('string') }),
-            },
-            next_before: nullable('integer'),
-          }),
-        ),
-      },
-    },
+    ok: entryPage(object(['id', 'at', 'action', 'actor'], { id: int, at: str, action: str, actor: object(['type'], { type: str, id: nullable('string'), name: nullable('string') }), target_id: nullable('string'), source_ip: nullable('string'), user_agent: nullable('string') })),
     errors: { 403: 'Only an admin key reads the audit log' },
   },
   'GET /api/account/usage': {
     operationId: 'listUsageEntries',
     summary: 'The account\'s usage log: every keyed request with its credits and response time, newest first',
-    ok: {
-      200: {
-        description: 'A page of entries; `next_before` asks for the next (older) page',
-        content: json(
-          object(['entries', 'next_before'], {
-            entries: {
-              type: 'array',
-              items: object(['id', 'at', 'method', 'route', 'status', 'credits', 'duration_ms', 'key_id'], {
-                id: int,
-                at: str,
-                method: str,
-                route: { type: 'string', description: 'The route template, such as /api/jobs/:id' },
-                status: int,
-                credits: { type: 'integer', description: 'What the answer reported it charged (`credits` or `credits_used`); 0 for the rest' },
-                duration_ms: { type: 'number' },
-                key_id: str,
-                source_ip: nullable('string'),
-              }),
-            },
-            next_before: nullable('integer'),
-          }),
-        ),
-      },
-    },
+    ok: entryPage(
+      object(['id', 'at', 'method', 'route', 'status', 'credits', 'duration_ms', 'key_id'], {
+        id: int,
+        at: str,
+        method: str,
+        route: { type: 'string', description: 'The route template, such as /api/jobs/:id' },
+        status: int,
+        credits: { type: 'integer', description: 'What the answer reported it charged (`credits` or `credits_used`); 0 for the rest' },
+        duration_ms: { type: 'number' },
+        key_id: str,
+        source_ip: nullable('string'),
+      }),
+    ),
     errors: { 403: 'Only an admin key reads the usage log', 422: 'limit, before or since invalid' },
   },
   'POST /api/account/keys': {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ERROR_CODES } from '../../shared/errors.js';
 import type { UsageRecord } from '../../storage/usage-records.js';
 import type { ApiDeps } from '../api-deps.js';
-import { keyAuth } from '../authenticate.js';
+import { keyAuth, requireAdmin } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { USAGE_FLUSH_MS, USAGE_RETENTION } from '../usage-log.js';
 
@@ -44,8 +44,7 @@ export async function usageRoutes(app: FastifyInstance, deps: ApiDeps): Promise<
       },
     },
     async (request) => {
-      const caller = request.caller!;
-      if (caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions: this needs the admin role');
+      const caller = requireAdmin(request);
       const { limit, before, since } = request.query;
       const from = since === undefined ? undefined : Date.parse(since);
       if (from !== undefined && (Number.isNaN(from) || !/(?:Z|[+-]\d{2}:\d{2})$/.test(since!))) {

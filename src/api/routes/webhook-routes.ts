@@ -7,7 +7,7 @@ import { checkWebhookUrl } from '../../webhooks/address-policy.js';
 import { DELIVERY_LIMITS } from '../../webhooks/webhook-sender.js';
 import { MAX_WEBHOOKS_PER_ACCOUNT, TEST_EVENT, WEBHOOK_EVENTS, WEBHOOK_KINDS, type Webhook } from '../../webhooks/webhook-store.js';
 import type { ApiDeps } from '../api-deps.js';
-import { keyAuth, requireWritable, type Caller } from '../authenticate.js';
+import { keyAuth, requireAdmin, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { testWebhook } from '../../webhooks/test-delivery.js';
 import { requestAudit } from './audit-routes.js';
@@ -65,13 +65,6 @@ export function deliveryView(d: Delivery) {
     next_attempt_at: d.status === 'pending' ? iso(d.nextAttemptAt) : null,
     created_at: iso(d.createdAt)!,
   };
-}
-
-/** Spec 4.1 roles: delete, update, test, redelivery and reading the secret are for admins. */
-function requireAdmin(request: FastifyRequest): Caller {
-  const caller = request.caller!;
-  if (caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions: this needs the admin role');
-  return caller;
 }
 
 /** Spec 4.2: webhook management, in the `{success, result, message}` envelope. */
