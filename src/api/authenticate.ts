@@ -64,3 +64,10 @@ export function requireWritable(request: FastifyRequest): Caller {
   if (caller.key.role === 'readonly') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
   return caller;
 }
+
+/** Spec 5.6 and docs/security.md: what touches a webhook's delivery or shows who did what is for admin keys. */
+export function requireAdmin(request: FastifyRequest): Caller {
+  const caller = request.caller!;
+  if (caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions: this needs the admin role');
+  return caller;
+}

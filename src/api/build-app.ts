@@ -43,6 +43,8 @@ import { monitorRunRoutes } from './routes/monitor-run-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 import { completeDocument } from './openapi/complete-document.js';
 import { countHttpRequests } from './http-metrics.js';
+import { logUsage } from './usage-log.js';
+import { usageRoutes } from './routes/usage-routes.js';
 
 /** JSON bodies are small everywhere; uploads go through multipart with their own limit. */
 const JSON_BODY_LIMIT = 64 * 1024;
@@ -117,6 +119,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   if (clientLimits?.perAddress) limitPerAddress(app, clientLimits.perAddress, log);
   app.setValidatorCompiler(validatorCompiler());
   countHttpRequests(app, deps.engine.metrics);
+  logUsage(app, deps.engine.store.usage, deps.engine.clock, log);
   // While shutting down, answer in-flight requests with Connection: close, so kept-alive
   // sockets do not hold the process open after the last response.
   let closing = false;
@@ -167,6 +170,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => authRoutes(scope, deps));
   await app.register(async (scope) => keyRoutes(scope, deps));
   await app.register(async (scope) => auditRoutes(scope, deps));
+  await app.register(async (scope) => usageRoutes(scope, deps));
   await app.register(async (scope) => jobRoutes(scope, deps));
   await app.register(async (scope) => jobDeleteRoutes(scope, deps));
   await app.register(async (scope) => genderRoutes(scope, deps));

@@ -9,15 +9,37 @@ export const AUDIT_ACTIONS = {
   keyDisabled: 'key.disabled',
   keyEnabled: 'key.enabled',
   keyRevoked: 'key.revoked',
+  /** A roll: the target is the old key, which ends after its grace; a `key.created` names the new one. */
+  keyRolled: 'key.rolled',
   webhookCreated: 'webhook.created',
   webhookUpdated: 'webhook.updated',
   webhookDeleted: 'webhook.deleted',
+  webhookSecretRotated: 'webhook.secret_rotated',
   loginSucceeded: 'login.succeeded',
   loginFailed: 'login.failed',
   sessionEnded: 'session.ended',
   accountSuspended: 'account.suspended',
   accountReinstated: 'account.reinstated',
   jobDeleted: 'job.deleted',
+  /** Issue 27, item 9: every write an account makes, beside keys, webhooks and workflows. */
+  jobCreated: 'job.created',
+  jobCancelled: 'job.cancelled',
+  jobRetried: 'job.retried',
+  jobResumed: 'job.resumed',
+  listCreated: 'list.created',
+  listDeleted: 'list.deleted',
+  monitorCreated: 'monitor.created',
+  monitorUpdated: 'monitor.updated',
+  monitorDeleted: 'monitor.deleted',
+  monitorPaused: 'monitor.paused',
+  monitorResumed: 'monitor.resumed',
+  monitorTargetsAdded: 'monitor.targets_added',
+  monitorTargetsRemoved: 'monitor.targets_removed',
+  /** A run started by hand (scheduled runs are the monitor's own, not an action of a key). */
+  monitorRunStarted: 'monitor.run_started',
+  creditAlertSet: 'credit_alert.set',
+  /** `sluice accounts topup`: the operator's, so its actor is the CLI. */
+  creditsToppedUp: 'credits.topped_up',
   /** An exposed-credential scan (spec 4.6); the entry's label is the scan's `source`. */
   exposedKeysScanned: 'scan.exposed_keys',
   /** A code-host leak scan was started. */

@@ -74,6 +74,19 @@ export function webhookKeyName(webhookId: string): string {
   return `webhook-${webhookId}`;
 }
 
+/**
+ * The data key of a webhook's signing secret after a rotation: a new one per rotation, so that
+ * destroying the one before erases the old secret wherever the engine left copies of it.
+ */
+export function rotatedSecretKeyName(webhookId: string): string {
+  return `webhook-${webhookId}-${randomBytes(6).toString('hex')}`;
+}
+
+/** The data key of a webhook's previous secret, destroyed by the sweep at the end of the overlap. */
+export function overlapKeyName(webhookId: string, endsAt: number): string {
+  return `rotated-${webhookId}@${endsAt}`;
+}
+
 /** Seals and opens secrets under the ring's data keys; opens the older seal-key form too. */
 export class ShreddingSealer {
   constructor(
@@ -96,6 +109,12 @@ export class ShreddingSealer {
 
   async destroy(keyName: string): Promise<void> {
     await this.ring.destroy(checkDataKeyName(keyName));
+  }
+
+  /** Destroys the data key `sealed` was sealed under; nothing for the older seal-key form, which cannot be shredded. */
+  async destroyKeyOf(sealed: string | null | undefined): Promise<void> {
+    if (!sealed?.startsWith(`${FORMAT}.`)) return;
+    await this.destroy(sealed.split('.')[1] ?? '');
   }
 
   /** Destroys every data key whose end is before `now`; returns how many. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ApiKeyRow } from '../storage/records.js';
+import type { ApiKeyRow, NewApiKeyRow } from '../storage/records.js';
 import type { KeysPort } from '../storage/store.js';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { KEY_PREFIX, KEY_SHAPES, keyShape, mintKey } from './key-format.js';
@@ -52,11 +52,24 @@ export interface ApiKey {
   isActive: boolean;
   revokedAt: number | null;
   createdAt: number;
+  /** When it stops working (chosen at creation, or the end of a roll's grace); null: never. */
+  expiresAt: number | null;
+  /** The key a roll made in its place. */
+  replacedBy: string | null;
 }
 
 export type KeyCheck =
   | { ok: true; key: ApiKey; accountStatus: string }
-  | { ok: false; reason: 'missing' | 'unknown' | 'disabled' | 'revoked' | 'suspended' };
+  | { ok: false; reason: 'missing' | 'unknown' | 'disabled' | 'revoked' | 'expired' | 'suspended' };
+
+export interface NewKey {
+  accountId: string;
+  name: string;
+  role: Role;
+  now: number;
+  /** When the key stops working; unset: never. */
+  expiresAt?: number | null;
+}
 
 /**
  * API keys: created with a secret shown once (and revealable for a short window), stored as a
@@ -68,15 +81,41 @@ export class KeyStore {
     private readonly keys: KeysPort,
     private readonly sealer: ShreddingSealer,
     private readonly revealWindowMs: number,
+    /** The time a presented key's end is compared with. */
+    private readonly now: () => number = Date.now,
   ) {}
 
-  async create(input: { accountId: string; name: string; role: Role; now: number }): Promise<{ key: ApiKey; secret: string }> {
+  async create(input: NewKey): Promise<{ key: ApiKey; secret: string }> {
+    const { row, secret } = await this.newRow(input);
+    await this.keys.insert(row);
+    // Creation is rare and a process that only ever creates keys (the CLI) sweeps nowhere else.
+    await this.forgetExpiredSeals(input.now);
+    return { key: (await this.get(row.id))!, secret };
+  }
+
+  /**
+   * Issue 27, item 7: a new key with a new secret, the same name and role, in `old`'s place; `old`
+   * keeps working until `graceMs` from now (or its own earlier end), then is refused. A key is
+   * rolled once: rolling it again, or a revoked or ended key, is `invalid_state` (409), so a leaked
+   * key cannot mint a key per roll without bound.
+   */
+  async roll(old: ApiKey, graceMs: number, now: number): Promise<{ key: ApiKey; secret: string }> {
+    const { row, secret } = await this.newRow({ accountId: old.accountId, name: old.name, role: old.role, now, expiresAt: old.expiresAt });
+    if (!(await this.keys.roll(old.id, now + graceMs, row))) {
+      await this.forgetExpiredSeals(now);
+      throw new AppError(ERROR_CODES.invalidState, 'API key cannot be rolled: it is revoked, past its end, or rolled already (roll its replacement)', { statusCode: 409 });
+    }
+    await this.forgetExpiredSeals(now);
+    return { key: (await this.get(row.id))!, secret };
+  }
+
+  private async newRow(input: NewKey): Promise<{ row: NewApiKeyRow; secret: string }> {
     const secret = mintKey();
     const id = randomUUID();
     // With reveals switched off (a zero window) no sealed copy is written at all: it could only leak.
     const revealable = this.revealWindowMs > 0;
     const keyPrefix = secret.slice(0, PREFIX_LENGTH);
-    await this.keys.insert({
+    const row: NewApiKeyRow = {
       id,
       accountId: input.accountId,
       name: input.name,
@@ -87,11 +126,10 @@ export class KeyStore {
       sealed: revealable ? await this.sealer.seal(secret, revealKeyName(input.now, this.revealWindowMs)) : null,
       revealUntil: input.now + this.revealWindowMs,
       now: input.now,
+      expiresAt: input.expiresAt ?? null,
       event: apiKeyCreatedEvent({ id, accountId: input.accountId, name: input.name, role: input.role, keyPrefix }, input.now),
-    });
-    // Creation is rare and a process that only ever creates keys (the CLI) sweeps nowhere else.
-    await this.forgetExpiredSeals(input.now);
-    return { key: (await this.get(id))!, secret };
+    };
+    return { row, secret };
   }
 
   /**
@@ -101,6 +139,10 @@ export class KeyStore {
   async forgetExpiredSeals(now: number): Promise<number> {
     const dropped = await this.keys.forgetExpiredSeals(now);
     await this.sealer.destroyExpired(now);
+    // Keys past their end are refused by check() already; revoking them here frees their place in
+    // the api_keys quota, so rolling a key every month never fills it. Last: the erasure above is
+    // what must not wait.
+    await this.keys.revokeExpired(now);
     return dropped;
   }
 
@@ -123,6 +165,7 @@ export class KeyStore {
     if (!row || !sameHash(row.keyHash, hash)) return { ok: false, reason: 'unknown' };
     if (row.revokedAt !== null) return { ok: false, reason: 'revoked' };
     if (!row.isActive) return { ok: false, reason: 'disabled' };
+    if (row.expiresAt !== null && row.expiresAt <= this.now()) return { ok: false, reason: 'expired' };
     if (row.accountStatus !== 'active') return { ok: false, reason: 'suspended' };
     return { ok: true, key: toKey(row), accountStatus: row.accountStatus };
   }
@@ -165,5 +208,7 @@ function toKey(row: ApiKeyRow): ApiKey {
     isActive: row.isActive,
     revokedAt: row.revokedAt,
     createdAt: row.createdAt,
+    expiresAt: row.expiresAt,
+    replacedBy: row.replacedBy,
   };
 }

@@ -41,6 +41,7 @@ export async function accountsCommand(engine: Engine, args: string[], io: CliIo)
     case 'topup': {
       const { values, positionals } = parseCommand(rest, {}, 2);
       const account = await billing.addCredits(positionals[0]!, positiveInt(positionals[1], 'credits'), 'topup', clock.now());
+      await new AuditLog(engine.deps.store.audit, clock, engine.deps.log).record(account.id, AUDIT_ACTIONS.creditsToppedUp, { type: 'cli' }, account.id, { label: `${positionals[1]} credits` });
       await print(io, account, values.json === true, engine);
       return 0;
     }

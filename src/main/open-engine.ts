@@ -114,7 +114,7 @@ export async function openEngine(config: Config, log: Logger, overrides: EngineO
     deps,
     jobService,
     auth: {
-      keys: new KeyStore(store.keys, sealer, config.api.keyRevealSeconds * 1000),
+      keys: new KeyStore(store.keys, sealer, config.api.keyRevealSeconds * 1000, () => clock.now()),
       sessions: new SessionStore(store.sessions, config.api.sessionTtlSeconds * 1000),
     },
     webhooks,

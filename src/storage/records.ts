@@ -41,7 +41,18 @@ export interface ApiKeyRow {
   keyHash: string;
   sealed: string | null;
   revealUntil: number | null;
+  /** When the key stops working (a chosen expiry, or the end of a roll's grace period); null: never. */
+  expiresAt: number | null;
+  /** The key a roll made in this one's place. */
+  replacedBy: string | null;
 }
+
+/** A new key row as the store inserts it. */
+export type NewApiKeyRow = Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt' | 'expiresAt' | 'replacedBy'> & {
+  now: number;
+  expiresAt?: number | null;
+  event?: OutboxEvent | undefined;
+};
 
 export interface WebhookRow {
   id: string;

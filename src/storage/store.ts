@@ -22,9 +22,11 @@ import type { MonitoringResultsFilter, MonitoringSnapshot, ResultsFilter, Snapsh
 import type { RepoScansPort } from './repo-scan-records.js';
 import type { QuotaUsagePort } from './quota-usage.js';
 import type { CreditAlertsPort } from './credit-alerts.js';
+import type { UsagePort } from './usage-records.js';
 import type {
   Account,
   ApiKeyRow,
+  NewApiKeyRow,
   AttemptRecord,
   BreachRecord,
   BreachRow,
@@ -71,6 +73,8 @@ export interface Store {
   readonly companies: CompaniesPort;
   readonly limits: LimitsPort;
   readonly audit: AuditPort;
+  /** Issue 27, item 9: each request made with an API key, its credits and response time. */
+  readonly usage: UsagePort;
   readonly retention: RetentionPort;
   readonly monitors: MonitorsPort;
   readonly monitorRuns: MonitorRunsPort;
@@ -360,7 +364,15 @@ export interface ResultCachePort {
 
 export interface KeysPort {
   /** With `event`, the key and its outbox event (written only when a webhook subscribes to it) commit together. */
-  insert(row: Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt'> & { now: number; event?: OutboxEvent | undefined }): Promise<void>;
+  insert(row: NewApiKeyRow): Promise<void>;
+  /**
+   * A roll, in one transaction: inserts `next` (and its event) and ends `oldId` at `oldEndsAt`
+   * (or its own earlier end), marking it replaced by `next`. Only a key that is not revoked, not
+   * past its end at `next.now` and not rolled already is rolled; false (and nothing written) else.
+   */
+  roll(oldId: string, oldEndsAt: number, next: NewApiKeyRow): Promise<boolean>;
+  /** Revokes every key whose end is at or before `now` (so it no longer counts against the key quota); returns how many. */
+  revokeExpired(now: number): Promise<number>;
   /** With the owning account's status, in one read. */
   byHash(keyHash: string): Promise<(ApiKeyRow & { accountStatus: string | null }) | undefined>;
   byId(id: string): Promise<ApiKeyRow | undefined>;
@@ -416,7 +428,22 @@ export interface WebhooksPort {
   update(id: string, row: { url: string; events: string[]; description: string; isActive: boolean }, now: number): Promise<boolean>;
   /** Soft delete; false when already gone. */
   remove(id: string, now: number): Promise<boolean>;
-  sealedSecrets(id: string): Promise<{ secret: string | null; token: string | null } | undefined>;
+  sealedSecrets(id: string): Promise<SealedWebhookSecrets | undefined>;
+  /**
+   * Replaces the signing secret of a webhook not deleted, keeping the one before (`previous`, or
+   * null for none) until `previousUntil`. One statement, conditional on the sealed secret still
+   * being `expected`: of two rotations racing, one wins and the other gets false, as when the
+   * webhook is gone.
+   */
+  rotateSecret(id: string, expected: string | null, sealed: string, previous: string | null, previousUntil: number | null, now: number): Promise<boolean>;
+}
+
+/** A webhook's sealed secrets: the signing secret, the bot token, and the secret before the last rotation with the end of its overlap. */
+export interface SealedWebhookSecrets {
+  secret: string | null;
+  token: string | null;
+  previous?: string | null;
+  previousUntil?: number | null;
 }
 
 export interface DeliveriesPort {

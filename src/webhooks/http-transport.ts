@@ -1,8 +1,8 @@
-import { isIP } from 'node:net';
-import { Agent, buildConnector, request } from 'undici';
-import { AppError, ERROR_CODES, isAppError, type ErrorCode } from '../shared/errors.js';
+import { Agent, request } from 'undici';
+import { ERROR_CODES, isAppError, type ErrorCode } from '../shared/errors.js';
 import { parseRetryAfter } from '../shared/retry-after.js';
-import { assertConnectable, blockedReason, guardedLookup, type AddressPolicy } from './address-policy.js';
+import type { AddressPolicy } from './address-policy.js';
+import { guardedConnector } from './guarded-connector.js';
 
 /** The spec keeps 512 bytes of a receiver's answer; so do the delivery records. */
 export const RESPONSE_BODY_BYTES = 512;
@@ -27,27 +27,7 @@ export class HttpTransport {
   private readonly agent: Agent;
 
   constructor(policy: AddressPolicy | undefined, tls: { ca?: string } = {}) {
-    const base = buildConnector({ ...(policy ? { lookup: guardedLookup(policy) } : {}), ...(tls.ca ? { ca: tls.ca } : {}) } as buildConnector.BuildOptions);
-    const connect: buildConnector.connector = (options, callback) => {
-      const host = options.hostname.replace(/^\[|\]$/g, '');
-      try {
-        if (policy && isIP(host)) assertConnectable(host, policy);
-      } catch (e: unknown) {
-        callback(e as Error, null);
-        return;
-      }
-      base(options, (error, socket) => {
-        const remote = socket?.remoteAddress;
-        if (!error && policy && !policy.allowPrivate && remote && blockedReason(remote) !== undefined) {
-          socket!.destroy();
-          callback(new AppError(ERROR_CODES.blockedAddress, `connected to a non-public address (${blockedReason(remote)})`), null);
-          return;
-        }
-        if (error) callback(error, null);
-        else callback(null, socket!);
-      });
-    };
-    this.agent = new Agent({ connect, keepAliveTimeout: 4_000, connections: 16 });
+    this.agent = new Agent({ connect: guardedConnector(policy, tls), keepAliveTimeout: 4_000, connections: 16 });
   }
 
   async post(req: PostRequest): Promise<PostResult> {

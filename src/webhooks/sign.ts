@@ -29,38 +29,48 @@ export function standardSignature(body: Buffer, secret: string, messageId: strin
   return `v1,${mac}`;
 }
 
-/** Every header of a generic delivery. The timestamp is taken per attempt; the id is the event's. */
-export function deliveryHeaders(body: Buffer, secret: string, event: string, messageId: string, nowMs: number): Record<string, string> {
+/**
+ * Every header of a generic delivery. The timestamp is taken per attempt; the id is the event's.
+ * `secrets` is the current signing secret first, then, during a rotation's overlap, the previous
+ * one: each signature header then carries one signature per secret, separated by a space (the
+ * Standard Webhooks form for several `v1,` signatures), so a receiver configured with either
+ * secret verifies the delivery.
+ */
+export function deliveryHeaders(body: Buffer, secrets: string | readonly string[], event: string, messageId: string, nowMs: number): Record<string, string> {
   const timestamp = Math.floor(nowMs / 1000);
+  const all = typeof secrets === 'string' ? [secrets] : secrets;
   return {
     'content-type': 'application/json',
     'user-agent': 'Sluice-Webhooks/1',
     'x-sluice-event': event,
-    'x-sluice-signature': sluiceSignature(body, secret),
+    'x-sluice-signature': all.map((secret) => sluiceSignature(body, secret)).join(' '),
     'webhook-id': messageId,
     // The same on every attempt: a receiver (or a service behind a workflow's webhook step) drops repeats by it.
     'idempotency-key': messageId,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': standardSignature(body, secret, messageId, timestamp),
+    'webhook-signature': all.map((secret) => standardSignature(body, secret, messageId, timestamp)).join(' '),
   };
 }
 
 /**
  * What a receiver checks, for the demo and for anyone verifying by hand: both signatures over the
- * raw bytes, and a `webhook-timestamp` within `toleranceSeconds` of now (a replay is older).
- * Returns the problems found; none means the delivery is genuine.
+ * raw bytes (each header may carry several, space-separated: one of them must match), and a
+ * `webhook-timestamp` within `toleranceSeconds` of now (a replay is older). Returns the problems
+ * found; none means the delivery is genuine.
  */
 export function verifySignatures(body: Buffer, headers: Record<string, string | undefined>, secret: string, nowMs: number, toleranceSeconds = 300): string[] {
   const problems: string[] = [];
-  if (!sameText(headers['x-sluice-signature'], sluiceSignature(body, secret))) problems.push('X-Sluice-Signature does not match');
+  if (!anyMatches(headers['x-sluice-signature'], sluiceSignature(body, secret))) problems.push('X-Sluice-Signature does not match');
   const id = headers['webhook-id'];
   const timestamp = Number(headers['webhook-timestamp']);
   if (!id || !Number.isInteger(timestamp)) return [...problems, 'webhook-id or webhook-timestamp missing'];
   if (Math.abs(nowMs / 1000 - timestamp) > toleranceSeconds) problems.push('webhook-timestamp is too old or in the future');
-  const expected = standardSignature(body, secret, id, timestamp);
-  const offered = (headers['webhook-signature'] ?? '').split(' ');
-  if (!offered.some((candidate) => sameText(candidate, expected))) problems.push('webhook-signature does not match');
+  if (!anyMatches(headers['webhook-signature'], standardSignature(body, secret, id, timestamp))) problems.push('webhook-signature does not match');
   return problems;
+}
+
+function anyMatches(header: string | undefined, expected: string): boolean {
+  return (header ?? '').split(' ').some((candidate) => sameText(candidate, expected));
 }
 
 function sameText(a: string | undefined, b: string): boolean {

@@ -42,9 +42,10 @@ export class WebhookClient {
       });
       return { result, payload };
     }
-    const secret = (await deps.webhooks.signingSecret(webhook.id)) ?? '';
+    const now = deps.now();
+    const secrets = await deps.webhooks.signingSecrets(webhook.id, now);
     const body = Buffer.from(JSON.stringify(payload));
-    const headers = deliveryHeaders(body, secret, delivery.eventType, delivery.messageId, deps.now());
+    const headers = deliveryHeaders(body, secrets.length > 0 ? secrets : [''], delivery.eventType, delivery.messageId, now);
     const result = await deps.transport.post({ url: webhook.url, body, headers, timeoutMs: deps.attemptTimeoutMs });
     return { result, payload };
   }

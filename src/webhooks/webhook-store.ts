@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { webhookKeyName, type ShreddingSealer } from '../auth/data-keys.js';
+import { overlapKeyName, rotatedSecretKeyName, webhookKeyName, type ShreddingSealer } from '../auth/data-keys.js';
+import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { WebhookRow } from '../storage/records.js';
 import type { WebhooksPort } from '../storage/store.js';
 import { newSigningSecret } from './sign.js';
@@ -113,15 +114,69 @@ export class WebhookStore {
 
   /** False when there was nothing to delete, so that a second DELETE is a 404. */
   async delete(id: string, now: number): Promise<boolean> {
+    const sealed = await this.webhooks.sealedSecrets(id);
     const removed = await this.webhooks.remove(id, now);
-    // The row stays (soft delete) with its sealed secrets: destroying the data key erases them.
-    if (removed) await this.sealer.destroy(webhookKeyName(id));
+    // The row stays (soft delete) with its sealed secrets: destroying their data keys erases them
+    // (after a rotation the current secret and the previous one have keys of their own).
+    if (removed) {
+      await this.sealer.destroy(webhookKeyName(id));
+      for (const value of [sealed?.secret, sealed?.token, sealed?.previous]) await this.sealer.destroyKeyOf(value);
+    }
     return removed;
   }
 
   async signingSecret(id: string): Promise<string | undefined> {
+    return (await this.signingSecrets(id, -Infinity))[0];
+  }
+
+  /**
+   * The secrets a delivery at `now` is signed with: the current one, then the one before the last
+   * rotation while its overlap lasts. A rotation destroys the data key of the secret it replaces
+   * just after it commits, so a read that fell between the two finds that key gone: read once more.
+   */
+  async signingSecrets(id: string, now: number): Promise<string[]> {
+    for (let attempt = 0; ; attempt++) {
+      const row = await this.webhooks.sealedSecrets(id);
+      if (!row?.secret) return [];
+      const current = await this.sealer.unseal(row.secret);
+      if (current === undefined && attempt === 0) continue;
+      const inOverlap = row.previous && row.previousUntil !== null && row.previousUntil !== undefined && row.previousUntil > now;
+      const previous = inOverlap ? await this.sealer.unseal(row.previous!) : undefined;
+      return [current, previous].filter((x): x is string => x !== undefined);
+    }
+  }
+
+  /**
+   * Issue 27, item 7: a new signing secret, returned once. With `overlapMs` above 0 the secret it
+   * replaces still signs every delivery beside the new one until `previousUntil`, sealed under a
+   * data key the sweep destroys then; with 0 it stops at once. The replaced secret's own data key
+   * is destroyed here, so its copies in free pages, the WAL or old backups open no more: only the
+   * copy sealed for the overlap does, and only until its end.
+   */
+  async rotateSecret(webhook: Webhook, overlapMs: number, now: number): Promise<{ secret: string; previousUntil: number | null }> {
+    if (webhook.kind !== WEBHOOK_KINDS.generic) throw new AppError(ERROR_CODES.invalidState, 'Only a generic webhook has a signing secret', { statusCode: 409 });
+    const before = await this.webhooks.sealedSecrets(webhook.id);
+    const current = before?.secret ? await this.sealer.unseal(before.secret) : undefined;
+    const secret = newSigningSecret();
+    const sealed = await this.sealer.seal(secret, rotatedSecretKeyName(webhook.id));
+    const previousUntil = overlapMs > 0 && current !== undefined ? now + overlapMs : null;
+    const previous = previousUntil === null ? null : await this.sealer.seal(current!, overlapKeyName(webhook.id, previousUntil));
+    if (!(await this.webhooks.rotateSecret(webhook.id, before?.secret ?? null, sealed, previous, previousUntil, now))) {
+      await this.sealer.destroyKeyOf(sealed);
+      await this.sealer.destroyKeyOf(previous);
+      if (!(await this.get(webhook.id))) throw new AppError(ERROR_CODES.notFound, 'Webhook not found', { statusCode: 404 });
+      throw new AppError(ERROR_CODES.invalidState, 'The signing secret was rotated by another request meanwhile; read it, or rotate again', { statusCode: 409 });
+    }
+    // The key of the secret replaced, and of an earlier overlap cut short by this rotation.
+    await this.sealer.destroyKeyOf(before?.secret);
+    if (before?.previous && before.previous !== previous) await this.sealer.destroyKeyOf(before.previous);
+    return { secret, previousUntil };
+  }
+
+  /** When the previous secret stops signing, or undefined outside an overlap. */
+  async overlapEnd(id: string, now: number): Promise<number | undefined> {
     const row = await this.webhooks.sealedSecrets(id);
-    return row?.secret ? this.sealer.unseal(row.secret) : undefined;
+    return row?.previous && row.previousUntil && row.previousUntil > now ? row.previousUntil : undefined;
   }
 
   async telegramToken(id: string): Promise<string | undefined> {

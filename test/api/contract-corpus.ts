@@ -38,6 +38,9 @@ export const CORPUS: CorpusStep[] = [
   { name: 'reveal the new key', method: 'GET', path: '/api/account/keys/reveal', query: { id: '{techKey}' }, status: 200 },
   { name: 'disable it', method: 'PATCH', path: '/api/account/keys', query: { id: '{techKey}', action: 'disable' }, status: 200 },
   { name: 'enable it', method: 'PATCH', path: '/api/account/keys', query: { id: '{techKey}', action: 'enable' }, status: 200 },
+  { name: 'roll it, the old key working for an hour', method: 'POST', path: '/api/account/keys/roll', json: { id: '{techKey}', grace_seconds: 3600 }, status: 200, capture: { rolledKey: 'id' } },
+  { name: 'roll it again', method: 'POST', path: '/api/account/keys/roll', json: { id: '{techKey}' }, status: 409 },
+  { name: 'a key that would end more than 5 years on', method: 'POST', path: '/api/account/keys', json: { name: 'temporary', role: 'readonly', expires_at: '2099-01-01T00:00:00Z' }, status: 422 },
   { name: 'the audit log', method: 'GET', path: '/api/account/audit', query: { limit: '10' }, status: 200 },
 
   { name: 'estimate a job', method: 'POST', path: '/api/jobs/bulk', query: { dry_run: 'true' }, form: { fields: [['type', 'gender']], file: { name: 'file', content: CSV } }, status: 200 },
@@ -106,6 +109,8 @@ export const CORPUS: CorpusStep[] = [
   { name: 'the webhook', method: 'GET', path: '/api/webhooks/{webhook}', status: 200 },
   { name: 'change it', method: 'PUT', path: '/api/webhooks', json: { id: '{webhook}', url: '{receiver}', description: 'changed', events: ['bulk.completed', 'bulk.paused'] }, status: 200 },
   { name: 'test it', method: 'POST', path: '/api/webhooks/test', json: { id: '{webhook}' }, status: 200 },
+  { name: 'rotate its secret', method: 'POST', path: '/api/webhooks/{webhook}/rotate-secret', json: { overlap_seconds: 600 }, status: 200 },
+  { name: 'rotate it again, at once', method: 'POST', path: '/api/webhooks/{webhook}/rotate-secret', json: { overlap_seconds: 0 }, status: 200 },
   { name: 'its deliveries', method: 'GET', path: '/api/webhooks/deliveries', query: { webhook_id: '{webhook}' }, status: 200, capture: { delivery: '0.id' } },
   { name: 'redeliver a test delivery', method: 'POST', path: '/api/webhooks/deliveries/{delivery}/redeliver', status: 409 },
   { name: 'delete it', method: 'DELETE', path: '/api/webhooks/{webhook}', status: 200 },
@@ -158,5 +163,7 @@ export const CORPUS: CorpusStep[] = [
   { name: 'delete the workflow', method: 'DELETE', path: '/api/workflows/{workflow}', status: 200 },
   { name: 'the workflow templates', method: 'GET', path: '/api/workflow-templates', status: 200 },
   { name: 'a workflow from a template', method: 'POST', path: '/api/workflow-templates/email_gender_segment/clone', json: { name: 'sign-ups by gender' }, status: 201 },
+  { name: 'the usage log', method: 'GET', path: '/api/account/usage', query: { limit: '20' }, status: 200 },
+  { name: 'the usage log since a time', method: 'GET', path: '/api/account/usage', query: { since: '2020-01-01T00:00:00Z' }, status: 200 },
   { name: 'log out', method: 'POST', path: '/api/auth/logout', as: 'session', status: 200 },
 ];

@@ -25,6 +25,17 @@ describe.each(TEST_STORES)('inputs no store can hold, on %s', (kind) => {
     }
   });
 
+  it('a `before` cursor past 2^53 is 400 on the audit and usage logs (500 on PostgreSQL before), and a normal one still works', async () => {
+    const h = await openStoreHarness(kind);
+    const a = await newAccount(h);
+    for (const route of ['/api/account/audit', '/api/account/usage']) {
+      const r = await h.app.inject({ method: 'GET', url: `${route}?before=99999999999999999999`, headers: bearer(a.key) });
+      expect(r.statusCode, `${route}: ${r.body}`).toBe(400);
+      expect(json(r).code).toBe('invalid_request');
+      expect((await h.app.inject({ method: 'GET', url: `${route}?before=5`, headers: bearer(a.key) })).statusCode).toBe(200);
+    }
+  });
+
   it('a NUL character in a body, a query or a path is 400, never 500', async () => {
     const h = await openStoreHarness(kind, { SLUICE_WEBHOOK_ALLOW_PRIVATE: 'true' });
     const a = await newAccount(h);

@@ -1,27 +1,13 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Role } from '../../src/auth/key-store.js';
 import { addKey, bearer, closeHarnesses, newAccount, openStoreHarness, type ApiHarness } from '../support/api-harness.js';
-import { REPO_ROOT, TEST_STORES } from '../support/test-engine.js';
+import { roleTable, ROLE_ORDER, type RoleRow } from '../support/role-table.js';
+import { TEST_STORES } from '../support/test-engine.js';
 
-const ROLE_ORDER: Role[] = ['readonly', 'tech', 'admin'];
-
-/** The role × action table of docs/security.md, as rows of {action, readonly, tech, admin}. */
-type MatrixRow = { action: string } & Record<Role, string>;
-
-function matrix(): MatrixRow[] {
-  const doc = fs.readFileSync(path.join(REPO_ROOT, 'docs/security.md'), 'utf8');
-  const start = doc.indexOf('| action | readonly | tech | admin |');
-  expect(start, 'the key matrix is in docs/security.md').toBeGreaterThan(0);
-  const lines = doc.slice(start).split('\n');
-  const rows: MatrixRow[] = [];
-  for (const line of lines.slice(2)) {
-    if (!line.startsWith('|')) break;
-    const [action, readonly, tech, admin] = line.split('|').slice(1, -1).map((c) => c.trim());
-    rows.push({ action: action!, readonly: readonly!, tech: tech!, admin: admin! });
-  }
-  return rows;
+function matrix(): RoleRow[] {
+  const rows = roleTable('action');
+  expect(rows, 'the key matrix is in docs/security.md').toBeDefined();
+  return rows!;
 }
 
 interface Setup {
@@ -33,6 +19,17 @@ interface Setup {
 
 const call = (s: Setup, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) =>
   s.h.app.inject({ method, url, headers: bearer(s.caller.key), ...(payload ? { payload } : {}) });
+
+/** Acts on a fresh key of each role; says which roles it could act on, in the cells' words. */
+async function onEachRole(s: Setup, label: string, act: (id: string) => Promise<{ statusCode: number }>): Promise<string> {
+  const ok: Role[] = [];
+  for (const role of ROLE_ORDER) {
+    const target = await addKey(s.h, s.accountId, role, `${label} ${role}`);
+    if ((await act(target.keyId)).statusCode === 200) ok.push(role);
+  }
+  if (ok.length === 0) return 'no (403)';
+  return ok.length === 3 ? 'any key' : ok.join(',') === 'readonly,tech' ? 'a `tech` or `readonly` key' : `unexpected ${ok.join(',')}`;
+}
 
 /**
  * What a key of the caller's role was seen to do, in the words of the table's cells: each probe
@@ -53,15 +50,8 @@ const PROBES: Record<string, (s: Setup) => Promise<string>> = {
     const others = (await call(s, 'GET', `/api/account/keys/reveal?id=${other.keyId}`)).statusCode === 200;
     return others ? 'any key of the account' : own ? 'its own only' : 'no (403)';
   },
-  'disable a key': async (s) => {
-    const ok: Role[] = [];
-    for (const role of ROLE_ORDER) {
-      const target = await addKey(s.h, s.accountId, role, `target ${role}`);
-      if ((await call(s, 'PATCH', `/api/account/keys?id=${target.keyId}&action=disable`)).statusCode === 200) ok.push(role);
-    }
-    if (ok.length === 0) return 'no (403)';
-    return ok.length === 3 ? 'any key' : ok.join(',') === 'readonly,tech' ? 'a `tech` or `readonly` key' : `unexpected ${ok.join(',')}`;
-  },
+  'disable a key': (s) => onEachRole(s, 'target', (id) => call(s, 'PATCH', `/api/account/keys?id=${id}&action=disable`)),
+  'roll a key': (s) => onEachRole(s, 'to roll', (id) => call(s, 'POST', '/api/account/keys/roll', { id })),
   'enable a key': async (s) => {
     const ok: Role[] = [];
     for (const role of ROLE_ORDER) {
@@ -88,15 +78,15 @@ describe.each(TEST_STORES)('the key matrix of docs/security.md, row by row, on %
 
   it('every row and role does what its cell says', async () => {
     const rows = matrix();
-    expect(rows.map((r) => r.action)).toEqual(Object.keys(PROBES));
+    expect(rows.map((r) => r.name)).toEqual(Object.keys(PROBES));
     const h = await openStoreHarness(kind, { SLUICE_RATE_LIMIT_PER_MINUTE: '10000' });
     for (const row of rows) {
       for (const role of ROLE_ORDER) {
         // An account of its own per cell: no cell sees what another made or disabled.
         const a = await newAccount(h);
         const caller = role === 'admin' ? { key: a.key, keyId: a.keyId } : await addKey(h, a.id, role, `caller ${role}`);
-        const seen = await PROBES[row.action]!({ h, caller, accountId: a.id, adminKey: a.key });
-        expect(seen, `${row.action} by ${role}`).toBe(row[role]);
+        const seen = await PROBES[row.name]!({ h, caller, accountId: a.id, adminKey: a.key });
+        expect(seen, `${row.name} by ${role}`).toBe(row[role]);
       }
     }
   }, 120_000);

@@ -40,6 +40,8 @@ describe.each(TEST_STORES)('Store contract on %s: keys, sessions and idempotency
         keyHash: 'hash_key_01',
         sealed: 'sealed_key_01',
         revealUntil: NOW + 600_000,
+        expiresAt: null,
+        replacedBy: null,
       };
       expect(await store.keys.byId('key_01')).toEqual(stored);
       expect(await store.keys.byHash('hash_key_01')).toEqual({ ...stored, accountStatus: 'active' });
@@ -47,6 +49,33 @@ describe.each(TEST_STORES)('Store contract on %s: keys, sessions and idempotency
       expect(await store.keys.byHash('hash_key_01')).toMatchObject({ accountStatus: 'suspended' });
       expect(await store.keys.byHash('hash_missing')).toBeUndefined();
       expect(await store.keys.byId('key_missing')).toBeUndefined();
+    });
+
+    it('rolls a key once: the new key and the old one\'s end and replacement in one step; a second roll, or of an ended key, writes nothing', async () => {
+      await newAccount(store, 0, 'acc_1');
+      await store.keys.insert(key('key_01', 'acc_1'));
+      expect(await store.keys.roll('key_01', NOW + 3_600_000, key('key_02', 'acc_1', { now: NOW + 10 }))).toBe(true);
+      expect(await store.keys.byId('key_01')).toMatchObject({ expiresAt: NOW + 3_600_000, replacedBy: 'key_02', revokedAt: null });
+      expect(await store.keys.byId('key_02')).toMatchObject({ expiresAt: null, replacedBy: null, createdAt: NOW + 10 });
+      expect(await store.keys.roll('key_01', NOW + 1, key('key_03', 'acc_1', { now: NOW + 20 }))).toBe(false);
+      expect(await store.keys.byId('key_03')).toBeUndefined();
+      // An end already earlier than the grace's stays; an ended key is not rolled.
+      await store.keys.insert({ ...key('key_04', 'acc_1'), expiresAt: NOW + 1_000 });
+      expect(await store.keys.roll('key_04', NOW + 9_000, key('key_05', 'acc_1', { now: NOW + 30 }))).toBe(true);
+      expect((await store.keys.byId('key_04'))!.expiresAt).toBe(NOW + 1_000);
+      await store.keys.insert({ ...key('key_06', 'acc_1'), expiresAt: NOW + 40 });
+      expect(await store.keys.roll('key_06', NOW + 9_000, key('key_07', 'acc_1', { now: NOW + 40 }))).toBe(false);
+    });
+
+    it('revokes the keys whose end has come, and only those', async () => {
+      await newAccount(store, 0, 'acc_1');
+      await store.keys.insert({ ...key('key_01', 'acc_1'), expiresAt: NOW + 100 });
+      await store.keys.insert({ ...key('key_02', 'acc_1'), expiresAt: NOW + 200 });
+      await store.keys.insert(key('key_03', 'acc_1'));
+      expect(await store.keys.revokeExpired(NOW + 100)).toBe(1);
+      expect(await store.keys.byId('key_01')).toMatchObject({ revokedAt: NOW + 100, isActive: false, sealed: null });
+      expect(await store.keys.byId('key_02')).toMatchObject({ revokedAt: null });
+      expect(await store.keys.revokeExpired(NOW + 100)).toBe(0);
     });
 
     it("lists an account's keys oldest first, ties by id", async () => {

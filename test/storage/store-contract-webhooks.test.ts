@@ -48,11 +48,24 @@ describe.each(TEST_STORES)('Store contract on %s: webhooks and deliveries', (kin
         updatedAt: NOW,
       };
       expect(await store.webhooks.get('wh_1')).toEqual(row);
-      expect(await store.webhooks.sealedSecrets('wh_1')).toEqual({ secret: 'sealed!', token: null });
+      expect(await store.webhooks.sealedSecrets('wh_1')).toEqual({ secret: 'sealed!', token: null, previous: null, previousUntil: null });
       await subscribe(store, 'acc_1', ['bulk.completed'], { id: 'wh_2', kind: 'telegram', url: '', secretSealed: null, telegramChat: '-100123', telegramTokenSealed: 'sealed-token' });
       expect(await store.webhooks.get('wh_2')).toMatchObject({ kind: 'telegram', url: '', telegramChat: '-100123' });
-      expect(await store.webhooks.sealedSecrets('wh_2')).toEqual({ secret: null, token: 'sealed-token' });
+      expect(await store.webhooks.sealedSecrets('wh_2')).toEqual({ secret: null, token: 'sealed-token', previous: null, previousUntil: null });
       expect(await store.webhooks.get('wh_missing')).toBeUndefined();
+    });
+
+    it('rotates a secret only from the one it expects, keeping the previous until its end; never a deleted webhook', async () => {
+      await subscribe(store, 'acc_1', ['bulk.completed'], { id: 'wh_1', secretSealed: 's0' });
+      expect(await store.webhooks.rotateSecret('wh_1', 's0', 's1', 's0-kept', NOW + 60_000, NOW + 1)).toBe(true);
+      expect(await store.webhooks.sealedSecrets('wh_1')).toEqual({ secret: 's1', token: null, previous: 's0-kept', previousUntil: NOW + 60_000 });
+      expect(await store.webhooks.get('wh_1')).toMatchObject({ updatedAt: NOW + 1 });
+      // The loser of a race expected the secret the winner replaced.
+      expect(await store.webhooks.rotateSecret('wh_1', 's0', 's2', null, null, NOW + 2)).toBe(false);
+      expect(await store.webhooks.rotateSecret('wh_1', 's1', 's2', null, null, NOW + 3)).toBe(true);
+      expect(await store.webhooks.sealedSecrets('wh_1')).toMatchObject({ secret: 's2', previous: null, previousUntil: null });
+      expect(await store.webhooks.remove('wh_1', NOW + 4)).toBe(true);
+      expect(await store.webhooks.rotateSecret('wh_1', 's2', 's3', null, null, NOW + 5)).toBe(false);
     });
 
     it("lists an account's webhooks oldest first (ties by id) a page at a time, and its active ones", async () => {

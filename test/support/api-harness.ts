@@ -43,10 +43,10 @@ export async function openApiHarness(env: Record<string, string> = {}, clock?: C
 const databases: Array<() => Promise<void>> = [];
 
 /** A harness on a fresh database of `store` (on PostgreSQL, its own database); `env` adds settings. */
-export async function openStoreHarness(store: StoreKind, env: Record<string, string> = {}): Promise<ApiHarness> {
+export async function openStoreHarness(store: StoreKind, env: Record<string, string> = {}, clock?: Clock, overrides: Omit<EngineOverrides, 'clock'> = {}): Promise<ApiHarness> {
   const { env: storeVars, drop } = await storeEnv(store);
   databases.push(drop);
-  return openApiHarness({ ...storeVars, ...env });
+  return openApiHarness({ ...storeVars, ...env }, clock, overrides);
 }
 
 /** For afterEach: closes every server and engine opened through openApiHarness, then drops their databases. */

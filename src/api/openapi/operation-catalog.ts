@@ -57,6 +57,13 @@ const GENDER_ANSWER = object(['email', 'gender', 'probability', 'credits'], {
   cached: { type: 'boolean' },
 });
 const COMPANY_CANDIDATE = object(['name'], { name: str, domain: nullable('string'), industry: nullable('string'), employee_count: nullable('integer'), country: nullable('string'), website: nullable('string'), score: { type: 'number' } });
+/** A page of a log (audit, usage), newest first: `next_before` is the cursor of the next page. */
+const entryPage = (items: unknown) => ({
+  200: {
+    description: 'A page of entries; `next_before` asks for the next (older) page',
+    content: json(object(['entries', 'next_before'], { entries: { type: 'array', items }, next_before: nullable('integer') })),
+  },
+});
 const REDIRECT = {
   description: 'Redirect to a fresh presigned URL of the file',
   headers: { Location: { $ref: '#/components/headers/Location' } },
@@ -98,26 +105,31 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
   'GET /api/account/audit': {
     operationId: 'listAuditEntries',
     summary: 'The account\'s audit log, newest first',
-    ok: {
-      200: {
-        description: 'A page of entries; `next_before` asks for the next (older) page',
-        content: json(
-          object(['entries', 'next_before'], {
-            entries: {
-              type: 'array',
-              items: object(['id', 'at', 'action', 'actor'], { id: int, at: str, action: str, actor: object(['type'], { type: str, id: nullable('string'), name: nullable('string') }), target_id: nullable('string'), source_ip: nullable('string'), user_agent: nullable('string') }),
-            },
-            next_before: nullable('integer'),
-          }),
-        ),
-      },
-    },
+    ok: entryPage(object(['id', 'at', 'action', 'actor'], { id: int, at: str, action: str, actor: object(['type'], { type: str, id: nullable('string'), name: nullable('string') }), target_id: nullable('string'), source_ip: nullable('string'), user_agent: nullable('string') })),
     errors: { 403: 'Only an admin key reads the audit log' },
+  },
+  'GET /api/account/usage': {
+    operationId: 'listUsageEntries',
+    summary: 'The account\'s usage log: every keyed request with its credits and response time, newest first',
+    ok: entryPage(
+      object(['id', 'at', 'method', 'route', 'status', 'credits', 'duration_ms', 'key_id'], {
+        id: int,
+        at: str,
+        method: str,
+        route: { type: 'string', description: 'The route template, such as /api/jobs/:id' },
+        status: int,
+        credits: { type: 'integer', description: 'What the answer reported it charged (`credits` or `credits_used`); 0 for the rest' },
+        duration_ms: { type: 'number' },
+        key_id: str,
+        source_ip: nullable('string'),
+      }),
+    ),
+    errors: { 403: 'Only an admin key reads the usage log', 422: 'limit, before or since invalid' },
   },
   'POST /api/account/keys': {
     operationId: 'createKey',
     summary: 'Create an API key',
-    requestBody: jsonBody(object(['name'], { name: { type: 'string', maxLength: 200 }, role: { type: 'string', enum: ['admin', 'tech', 'readonly'] } })),
+    requestBody: jsonBody(object(['name'], { name: { type: 'string', maxLength: 200 }, role: { type: 'string', enum: ['admin', 'tech', 'readonly'] }, expires_at: { type: 'string', format: 'date-time', description: 'When the key stops working (in the future, within 5 years); unset: never' } })),
     ok: { 200: { description: 'The new key, whose secret is shown this once', content: json({ allOf: [ref('ApiKey'), object(['key'], { key: str })] }) } },
     errors: { 400: 'Name is required', 403: 'A readonly key, or a non-admin key asking for an admin key', 409: 'too_many_keys: the account holds as many keys that are not revoked as its api_keys quota allows', 422: 'name or role invalid' },
   },
@@ -132,6 +144,13 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
     summary: 'Enable or disable an API key',
     ok: { 200: { description: 'Done', content: json(ref('Message')) } },
     errors: { 400: 'id and action are required', 403: 'A readonly key, or a key of a higher role', 404: 'No such key', 409: 'The key is revoked' },
+  },
+  'POST /api/account/keys/roll': {
+    operationId: 'rollKey',
+    summary: 'Roll an API key: a new secret now, the old one ends after a grace period',
+    requestBody: jsonBody(object(['id'], { id: { type: 'string', format: 'uuid', description: 'The key to roll' }, grace_seconds: { type: 'integer', minimum: 0, maximum: 604800, default: 86400, description: 'How long the old key keeps working' } })),
+    ok: { 200: { description: 'The new key, whose secret is shown this once, and the rolled key with its end', content: json({ allOf: [ref('ApiKey'), object(['key', 'rolled'], { key: str, rolled: ref('ApiKey') })] }) } },
+    errors: { 400: 'id is required and must be a UUID', 403: 'A readonly key, or a key of a higher role', 404: 'No such key', 409: 'invalid_state: the key is revoked, past its end or rolled already; too_many_keys: the api_keys quota is full', 422: 'grace_seconds is not a whole number from 0 to 604800, or the body is not an object' },
   },
   'GET /api/account/keys/reveal': {
     operationId: 'revealKey',
@@ -272,6 +291,18 @@ export const OPERATION_CATALOG: Record<string, OperationEntry> = {
     requestBody: jsonBody(ID_BODY),
     ok: { 200: { description: 'What the receiver answered', content: json(webhookEnvelope(object(['status'], { status: str }))) } },
     errors: { 400: 'id is required', 403: 'Only an admin key', 404: 'No such webhook', 422: 'The body is not a JSON object' },
+  },
+  'POST /api/webhooks/{id}/rotate-secret': {
+    operationId: 'rotateWebhookSecret',
+    summary: 'Rotate a webhook\'s signing secret, with both secrets signing during an overlap',
+    requestBody: jsonBody(object([], { overlap_seconds: { type: 'integer', minimum: 0, maximum: 604800, default: 86400, description: 'How long the previous secret signs beside the new one' } }), false),
+    ok: {
+      200: {
+        description: 'The new signing secret, shown this once, and the end of the overlap (null without one)',
+        content: json(webhookEnvelope(object(['signing_secret', 'previous_secret_valid_until'], { signing_secret: str, previous_secret_valid_until: nullable('string') }))),
+      },
+    },
+    errors: { 403: 'Only an admin key', 409: 'invalid_state: a Telegram webhook has no signing secret, or another rotation won a race', 422: 'overlap_seconds is not a whole number from 0 to 604800, or the body is not an object' },
   },
   'GET /api/webhooks/deliveries': {
     operationId: 'listWebhookDeliveries',

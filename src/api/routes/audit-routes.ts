@@ -1,10 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AuditLog, type AuditAction, type AuditActor } from '../../auth/audit-log.js';
-import { ERROR_CODES } from '../../shared/errors.js';
 import type { AuditRecord } from '../../storage/store.js';
 import type { ApiDeps } from '../api-deps.js';
-import { keyAuth } from '../authenticate.js';
-import { httpError } from '../errors.js';
+import { keyAuth, requireAdmin } from '../authenticate.js';
 
 const PAGE = {
   type: 'object',
@@ -62,8 +60,7 @@ export async function auditRoutes(app: FastifyInstance, deps: ApiDeps): Promise<
       },
     },
     async (request) => {
-      const caller = request.caller!;
-      if (caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions: this needs the admin role');
+      const caller = requireAdmin(request);
       const { limit, before } = request.query;
       const entries = await log.list(caller.accountId, { limit, ...(before === undefined ? {} : { before }) });
       return { entries: entries.map(entryView), next_before: entries.length === limit ? entries[entries.length - 1]!.id : null };

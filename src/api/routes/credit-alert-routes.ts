@@ -4,6 +4,8 @@ import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { errorSchema } from './monitor-schemas.js';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
+import { requestAudit } from './audit-routes.js';
 
 /** The largest threshold: a balance never comes near it, and it stays an exact integer on both stores. */
 const MAX_THRESHOLD = 1_000_000_000_000;
@@ -32,6 +34,7 @@ const BODY = {
  */
 export async function creditAlertRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   app.addHook('onRequest', keyAuth(deps));
+  const audit = requestAudit(deps);
   const alerts = deps.engine.store.creditAlerts;
   const view = (alert: { threshold: number; fired: boolean } | undefined) => ({ threshold: alert?.threshold ?? null, fired: alert?.fired ?? false });
 
@@ -55,7 +58,9 @@ export async function creditAlertRoutes(app: FastifyInstance, deps: ApiDeps): Pr
       const caller = requireWritable(request);
       const threshold = request.body.threshold;
       if (threshold !== null && (!Number.isSafeInteger(threshold) || threshold < 1)) throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: threshold must be a whole number of credits from 1, or null');
-      return view(await alerts.set(caller.accountId, threshold, deps.engine.clock.now()));
+      const alert = await alerts.set(caller.accountId, threshold, deps.engine.clock.now());
+      await audit(request, AUDIT_ACTIONS.creditAlertSet, caller.accountId);
+      return view(alert);
     },
   );
 }

@@ -11,6 +11,8 @@ import { openPartialResult } from '../../jobs/partial-results.js';
 import { receiveBulkUpload } from './upload.js';
 import { API_STEPS } from '../../jobs/job-service.js';
 import { deletionTimes } from '../../jobs/job-deletion.js';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
+import { requestAudit } from './audit-routes.js';
 
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } as const;
 
@@ -18,6 +20,7 @@ const idParams = { type: 'object', required: ['id'], properties: { id: { type: '
 export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   // onRequest: the key is checked (and the request counted) before the body is even read.
   app.addHook('onRequest', keyAuth(deps));
+  const audit = requestAudit(deps);
 
   /** Another account's job does not exist, as far as this caller can tell; a deleted one is 410. */
   const ownJob = async (accountId: string, id: string): Promise<JobRecord> => {
@@ -62,6 +65,7 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       const caller = requireWritable(request);
       const outcome = await receiveBulkUpload(deps, request, caller.accountId, request.query.dry_run);
       if (outcome.estimate) return reply.code(200).send(outcome.estimate);
+      await audit(request, AUDIT_ACTIONS.jobCreated, outcome.job.id);
       return reply.code(202).send(jobView(outcome.job));
     },
   );
@@ -153,7 +157,9 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   app.post<{ Params: { id: string } }>('/api/jobs/:id/cancel', { schema: { tags: ['jobs'], params: idParams } }, async (request) => {
     const caller = requireWritable(request);
     const job = await ownJob(caller.accountId, request.params.id);
-    return jobView(await deps.jobService.cancel(job.id));
+    const cancelled = await deps.jobService.cancel(job.id);
+    await audit(request, AUDIT_ACTIONS.jobCancelled, job.id);
+    return jobView(cancelled);
   });
 
   app.post<{ Params: { id: string } }>(
@@ -169,7 +175,9 @@ export async function jobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     async (request) => {
       const caller = requireWritable(request);
       const job = await ownJob(caller.accountId, request.params.id);
-      return jobView(await deps.jobService.retryFailed(job.id));
+      const retried = await deps.jobService.retryFailed(job.id);
+      await audit(request, AUDIT_ACTIONS.jobRetried, job.id);
+      return jobView(retried);
     },
   );
 }

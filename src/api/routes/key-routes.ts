@@ -9,8 +9,8 @@ import { httpError } from '../errors.js';
 import { DEFAULT_QUOTAS } from '../../jobs/account-quotas.js';
 import { apiQuotas } from '../quotas.js';
 import { requestAudit } from './audit-routes.js';
+import { KEY_ID, keyExpiry, rollRequest } from './key-rotation-fields.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function view(key: ApiKey) {
   return {
@@ -21,6 +21,8 @@ function view(key: ApiKey) {
     is_active: key.isActive,
     revoked: key.revokedAt !== null,
     created_at: new Date(key.createdAt).toISOString(),
+    expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
+    replaced_by: key.replacedBy,
   };
 }
 
@@ -70,7 +72,13 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
 
   app.post<{ Body: unknown }>(
     '/api/account/keys',
-    { schema: { tags: ['keys'], description: 'Body: `name` (required), optional `role` (admin, tech, readonly; admin keys only make admin keys).' } },
+    {
+      schema: {
+        tags: ['keys'],
+        description:
+          'Body: `name` (required), optional `role` (admin, tech, readonly; admin keys only make admin keys) and `expires_at` (ISO 8601 with a zone, in the future, within 5 years: the key is refused from then on).',
+      },
+    },
     async (request) => {
       const caller = requireWritable(request);
       const name = keyName(request.body);
@@ -79,18 +87,48 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         throw httpError(422, ERROR_CODES.invalidRequest, `Invalid request: role must be one of ${Object.values(ROLES).join(', ')}`);
       }
       const role = (rawRole as Role | undefined) ?? caller.key.role;
+      const now = deps.engine.clock.now();
+      const expiresAt = keyExpiry(request.body, now);
       if (role === 'admin' && caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
-      // The api_keys quota (SLUICE_QUOTA_API_KEYS), counted from the store like the others but
-      // answered with its own older code. Checked before the insert: two creates racing for the
-      // last place can both pass, by one key.
-      const limit = quotas.limits.apiKeys;
-      const live = (await quotas.usage(caller.accountId)).apiKeys;
-      if (live >= limit) {
-        throw httpError(409, ERROR_CODES.tooManyKeys, `An account may have at most ${limit} API keys that are not revoked; revoke one first`, { limit, quota: 'api_keys', used: live });
-      }
-      const { key, secret } = await deps.keys.create({ accountId: caller.accountId, name, role, now: deps.engine.clock.now() });
+      await underKeyQuota(caller.accountId);
+      const { key, secret } = await deps.keys.create({ accountId: caller.accountId, name, role, now, expiresAt });
       await audit(request, AUDIT_ACTIONS.keyCreated, key.id);
-      return { id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, is_active: key.isActive, role: key.role };
+      return { id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, is_active: key.isActive, role: key.role, expires_at: view(key).expires_at };
+    },
+  );
+
+  // The api_keys quota (SLUICE_QUOTA_API_KEYS), counted from the store like the others but
+  // answered with its own older code. Checked before the insert: two creates racing for the last
+  // place can both pass, by one key.
+  const underKeyQuota = async (accountId: string): Promise<void> => {
+    const limit = quotas.limits.apiKeys;
+    const live = (await quotas.usage(accountId)).apiKeys;
+    if (live >= limit) {
+      throw httpError(409, ERROR_CODES.tooManyKeys, `An account may have at most ${limit} API keys that are not revoked; revoke one first`, { limit, quota: 'api_keys', used: live });
+    }
+  };
+
+  app.post<{ Body: unknown }>(
+    '/api/account/keys/roll',
+    {
+      schema: {
+        tags: ['keys'],
+        description:
+          'Issue 27, item 7. Body: `id` of the key to roll (required) and `grace_seconds` (0 to 604800, default 86400). Makes a new key with a new secret, the same name and role (and end, if it had one), shown this once; the old key keeps working for `grace_seconds`, then is refused. Roles as for disabling: a non-readonly key, never on a key of a higher role (403). A key is rolled once: a revoked, ended or already rolled key is 409 `invalid_state` (roll its replacement).',
+      },
+    },
+    async (request) => {
+      const { id, graceSeconds } = rollRequest(request.body);
+      const caller = requireWritable(request);
+      const old = await ownKey(caller.accountId, id);
+      if (outranks(old.role, caller.key.role)) throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions');
+      await underKeyQuota(caller.accountId);
+      const now = deps.engine.clock.now();
+      const { key, secret } = await deps.keys.roll(old, graceSeconds * 1000, now);
+      await audit(request, AUDIT_ACTIONS.keyRolled, old.id);
+      await audit(request, AUDIT_ACTIONS.keyCreated, key.id);
+      const ended = (await deps.keys.get(old.id))!;
+      return { ...view(key), key: secret, rolled: view(ended) };
     },
   );
 
@@ -138,7 +176,7 @@ export async function keyRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     async (request, reply) => {
       reply.header('Cache-Control', 'no-store');
       const { id } = request.query;
-      if (!id || !UUID.test(id)) throw httpError(400, ERROR_CODES.invalidRequest, 'id is required and must be a UUID');
+      if (!id || !KEY_ID.test(id)) throw httpError(400, ERROR_CODES.invalidRequest, 'id is required and must be a UUID');
       const caller = requireWritable(request);
       const key = await ownKey(caller.accountId, id);
       // A tech key that could read a fresh admin key's secret would be an admin key.

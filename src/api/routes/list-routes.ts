@@ -12,6 +12,8 @@ import { inputOptionsOf } from './input-options.js';
 import { defaultCountryOf } from './monitor-routes.js';
 import { errorResponses, errorSchema, idParams, invalidSchema, listJsonBody, listSchema, PAGE_PROPERTIES, targetPageSchema, typeFilter } from './monitor-schemas.js';
 import { receiveFileUpload } from './upload.js';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
+import { requestAudit } from './audit-routes.js';
 
 const FORM_FIELDS = ['name', 'type', 'column', 'default_country', 'country_column', 'delimiter', 'encoding'] as const;
 
@@ -28,6 +30,7 @@ const createdSchema = {
  */
 export async function listRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   app.addHook('onRequest', keyAuth(deps));
+  const audit = requestAudit(deps);
   const service = deps.monitors;
 
   app.post<{ Body: { name: string; type: string; targets: string[]; default_country?: string } | undefined }>(
@@ -49,15 +52,23 @@ export async function listRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
     },
     async (request, reply) => {
       const caller = requireWritable(request);
-      if (request.isMultipart()) return reply.code(201).send(await fromCsv(request, caller.accountId));
+      if (request.isMultipart()) {
+        const made = await fromCsv(request, caller.accountId);
+        await audit(request, AUDIT_ACTIONS.listCreated, made.id);
+        return reply.code(201).send(made);
+      }
       const body = request.body;
-      if (!body) throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: a JSON body {name, type, targets} or a multipart form is required');
+      // The schema covers JSON only: a text/plain body arrives as a string and went on to a 500.
+      if (!body || typeof body !== 'object' || Array.isArray(body)) {
+        throw httpError(422, ERROR_CODES.invalidRequest, 'Invalid request: a JSON body {name, type, targets} or a multipart form is required');
+      }
       const { list, invalid } = await service.createList(caller.accountId, {
         name: body.name.trim(),
         type: body.type,
         targets: body.targets,
         defaultCountry: defaultCountryOf(body.default_country),
       });
+      await audit(request, AUDIT_ACTIONS.listCreated, list.id);
       return reply.code(201).send({ ...listView(list), invalid: invalidView(invalid) });
     },
   );
@@ -156,6 +167,7 @@ export async function listRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
     async (request) => {
       const caller = requireWritable(request);
       await service.removeList(caller.accountId, request.params.id);
+      await audit(request, AUDIT_ACTIONS.listDeleted, request.params.id);
       return { id: request.params.id, deleted: true };
     },
   );

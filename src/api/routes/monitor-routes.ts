@@ -23,6 +23,8 @@ import {
   targetsBody,
   typeFilter,
 } from './monitor-schemas.js';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
+import { requestAudit } from './audit-routes.js';
 
 interface MonitorBody {
   name: string;
@@ -77,6 +79,7 @@ function outcomeView(outcome: TargetsOutcome) {
  */
 export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   app.addHook('onRequest', keyAuth(deps));
+  const audit = requestAudit(deps);
   const service = deps.monitors;
 
   app.post<{ Body: MonitorBody }>(
@@ -108,6 +111,7 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
         targets: body.targets,
         defaultCountry: defaultCountryOf(body.default_country),
       });
+      await audit(request, AUDIT_ACTIONS.monitorCreated, monitor.id);
       return reply.code(201).send({ ...monitorView(monitor), billing: RUN_BILLING, targets: outcomeView(targets) });
     },
   );
@@ -157,6 +161,7 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
         trackedFields: body.tracked_fields,
         changeDetection: body.change_detection,
       });
+      await audit(request, AUDIT_ACTIONS.monitorUpdated, monitor.id);
       return monitorView(monitor);
     },
   );
@@ -174,6 +179,7 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
     async (request) => {
       const caller = requireWritable(request);
       await service.remove(caller.accountId, request.params.id);
+      await audit(request, AUDIT_ACTIONS.monitorDeleted, request.params.id);
       return { id: request.params.id, deleted: true };
     },
   );
@@ -194,7 +200,9 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
       },
       async (request) => {
         const caller = requireWritable(request);
-        return monitorView(await service[action](caller.accountId, request.params.id));
+        const monitor = await service[action](caller.accountId, request.params.id);
+        await audit(request, action === 'pause' ? AUDIT_ACTIONS.monitorPaused : AUDIT_ACTIONS.monitorResumed, monitor.id);
+        return monitorView(monitor);
       },
     );
   }
@@ -243,6 +251,7 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
       const body = request.body;
       const outcome = await service.addTargets(caller.accountId, request.params.id, { targets: body.targets, listId: body.list_id, defaultCountry: defaultCountryOf(body.default_country) });
       const monitor = await service.get(caller.accountId, request.params.id);
+      await audit(request, AUDIT_ACTIONS.monitorTargetsAdded, monitor.id);
       return { ...outcomeView(outcome), target_count: monitor.targetCount };
     },
   );
@@ -270,6 +279,7 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
       const body = request.body;
       const outcome = await service.removeTargets(caller.accountId, request.params.id, { targets: body.targets, defaultCountry: defaultCountryOf(body.default_country) });
       const monitor = await service.get(caller.accountId, request.params.id);
+      await audit(request, AUDIT_ACTIONS.monitorTargetsRemoved, monitor.id);
       return { removed: outcome.removed, absent: outcome.absent, invalid: invalidView(outcome.invalid), target_count: monitor.targetCount };
     },
   );
@@ -290,7 +300,9 @@ export async function monitorRoutes(app: FastifyInstance, deps: ApiDeps): Promis
       if ((await deps.engine.billing.requireAccount(caller.accountId)).credits <= 0) {
         throw httpError(402, ERROR_CODES.insufficientCredits, 'Insufficient credits. Please top up your account.');
       }
-      return reply.code(202).send(runView(await service.run(caller.accountId, request.params.id)));
+      const run = await service.run(caller.accountId, request.params.id);
+      await audit(request, AUDIT_ACTIONS.monitorRunStarted, request.params.id);
+      return reply.code(202).send(runView(run));
     },
   );
 

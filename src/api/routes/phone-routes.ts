@@ -13,6 +13,8 @@ import { jobView } from '../job-view.js';
 import { inputOptionsOf } from './input-options.js';
 import { refuseDeleted } from './job-delete-routes.js';
 import { receiveUpload } from './upload.js';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
+import { requestAudit } from './audit-routes.js';
 
 /** A JSON list of a million numbers is about 20 MB; the usual 64 KiB JSON limit is for small bodies. */
 const NUMBERS_BODY_LIMIT = 48 * 1024 * 1024;
@@ -23,6 +25,7 @@ const PHONE_JOBS_DESCRIPTION =
 /** Spec 4.4: the agent phone-breach lookup and phone jobs. */
 export async function phoneRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   app.addHook('onRequest', keyAuth(deps));
+  const audit = requestAudit(deps);
 
   app.post<{ Body: unknown }>(
     '/api/agent/phone-breaches',
@@ -66,6 +69,7 @@ export async function phoneRoutes(app: FastifyInstance, deps: ApiDeps): Promise<
       const job = request.isMultipart()
         ? await receiveUpload(deps, request, caller.accountId, (fields) => featureType(fields.feature))
         : await jobFromNumbers(deps, request, caller.accountId);
+      await audit(request, AUDIT_ACTIONS.jobCreated, job.id);
       return reply.code(202).send(await phoneJobView(deps, job));
     },
   );

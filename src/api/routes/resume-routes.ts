@@ -8,6 +8,8 @@ import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { jobView } from '../job-view.js';
 import { refuseDeleted } from './job-delete-routes.js';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
+import { requestAudit } from './audit-routes.js';
 
 const RESUME_DESCRIPTION =
   'Resumes a paused, failed or stalled job from its last checkpoint: it is `running` again and workers take it up (a stalled job, `running` with no live worker holding its work, has the leases of its dead workers freed so that any worker takes it at once); finished work is never redone or charged twice. A job paused with `insufficient_credits` also resumes by itself when the account is topped up. 409 `invalid_state` for a job in any other state, with what to do instead.';
@@ -22,6 +24,7 @@ const idQuery = { type: 'object', properties: { id: { type: 'string', maxLength:
  */
 export async function resumeRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   app.addHook('onRequest', keyAuth(deps));
+  const audit = requestAudit(deps);
 
   /** Another account's job (or, on the phone route, a job of another type) does not exist for this caller. */
   const resumeOwn = async (accountId: string, id: string, type?: string): Promise<JobRecord> => {
@@ -38,7 +41,9 @@ export async function resumeRoutes(app: FastifyInstance, deps: ApiDeps): Promise
     { schema: { tags: ['jobs'], description: RESUME_DESCRIPTION, params: idParams, response: { 200: RESUMED, 404: REFUSED, 409: REFUSED, 410: REFUSED } } },
     async (request) => {
       const caller = requireWritable(request);
-      return jobView(await resumeOwn(caller.accountId, request.params.id), deps.jobService.activityClock());
+      const job = await resumeOwn(caller.accountId, request.params.id);
+      await audit(request, AUDIT_ACTIONS.jobResumed, job.id);
+      return jobView(job, deps.jobService.activityClock());
     },
   );
 
@@ -56,7 +61,9 @@ export async function resumeRoutes(app: FastifyInstance, deps: ApiDeps): Promise
       const caller = requireWritable(request);
       const id = request.query.id;
       if (!id) throw httpError(400, ERROR_CODES.invalidRequest, 'id is required');
-      return { ...jobView(await resumeOwn(caller.accountId, id, phoneBreachesPipeline.type), deps.jobService.activityClock()), feature: 'breaches' };
+      const job = await resumeOwn(caller.accountId, id, phoneBreachesPipeline.type);
+      await audit(request, AUDIT_ACTIONS.jobResumed, job.id);
+      return { ...jobView(job, deps.jobService.activityClock()), feature: 'breaches' };
     },
   );
 }

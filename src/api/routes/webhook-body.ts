@@ -45,6 +45,14 @@ export class WebhookBody {
     return value;
   }
 
+  /** Whole seconds from 0 to `max`. */
+  optionalSeconds(name: string, max: number): number | undefined {
+    if (!this.has(name)) return undefined;
+    const value = this.fields[name];
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) throw invalid(`${name} must be a whole number from 0 to ${max}`);
+    return value;
+  }
+
   events(): string[] | undefined {
     if (!this.has('events')) return undefined;
     const value = this.fields.events;

@@ -7,7 +7,7 @@ import { checkWebhookUrl } from '../../webhooks/address-policy.js';
 import { DELIVERY_LIMITS } from '../../webhooks/webhook-sender.js';
 import { MAX_WEBHOOKS_PER_ACCOUNT, TEST_EVENT, WEBHOOK_EVENTS, WEBHOOK_KINDS, type Webhook } from '../../webhooks/webhook-store.js';
 import type { ApiDeps } from '../api-deps.js';
-import { keyAuth, requireWritable, type Caller } from '../authenticate.js';
+import { keyAuth, requireAdmin, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
 import { testWebhook } from '../../webhooks/test-delivery.js';
 import { requestAudit } from './audit-routes.js';
@@ -23,6 +23,14 @@ const CREATE_DESCRIPTION =
 const DELIVERIES_DESCRIPTION =
   `A JSON array of the webhook's ${DELIVERY_LIST_LIMIT} most recent deliveries, newest first, without the {success, result} envelope ` +
   'of the other webhook routes; errors (400 without webhook_id, 404 for an unknown or deleted webhook) keep that envelope.';
+/** The longest both secrets sign (a week) and the overlap without `overlap_seconds` (a day). */
+const MAX_OVERLAP_SECONDS = 7 * 86_400;
+const DEFAULT_OVERLAP_SECONDS = 86_400;
+const ROTATE_DESCRIPTION =
+  'Admin keys only. A new signing secret, returned this once (later: GET /api/webhooks/{id}). Body (optional): `overlap_seconds`, 0 to ' +
+  `${MAX_OVERLAP_SECONDS} (default ${DEFAULT_OVERLAP_SECONDS}): until then every delivery carries a signature with the new secret and one with ` +
+  'the secret before, space-separated in `webhook-signature` (two `v1,` entries) and in `X-Sluice-Signature` (two `sha256=` entries); after it, ' +
+  'the new one only, and the old secret is erased. 409 `invalid_state` for a Telegram webhook (it has no signing secret).';
 const TELEGRAM_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,100}$/;
 const PAGE = { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, offset: { type: 'integer', minimum: 0, default: 0 } } } as const;
 
@@ -57,13 +65,6 @@ export function deliveryView(d: Delivery) {
     next_attempt_at: d.status === 'pending' ? iso(d.nextAttemptAt) : null,
     created_at: iso(d.createdAt)!,
   };
-}
-
-/** Spec 4.1 roles: delete, update, test, redelivery and reading the secret are for admins. */
-function requireAdmin(request: FastifyRequest): Caller {
-  const caller = request.caller!;
-  if (caller.key.role !== 'admin') throw httpError(403, ERROR_CODES.forbidden, 'Insufficient permissions: this needs the admin role');
-  return caller;
 }
 
 /** Spec 4.2: webhook management, in the `{success, result, message}` envelope. */
@@ -134,8 +135,27 @@ export async function webhookRoutes(app: FastifyInstance, deps: ApiDeps): Promis
     const webhook = await ownWebhook(request.caller!.accountId, request.params.id);
     const admin = request.caller!.key.role === 'admin';
     const secret = admin && webhook.kind === WEBHOOK_KINDS.generic ? await store.signingSecret(webhook.id) : undefined;
-    return { success: true, result: { ...webhookView(webhook), ...(secret ? { signing_secret: secret } : {}) }, message: 'Webhook found' };
+    const overlapEnd = secret ? await store.overlapEnd(webhook.id, now()) : undefined;
+    const rotation = overlapEnd === undefined ? {} : { previous_secret_valid_until: new Date(overlapEnd).toISOString() };
+    return { success: true, result: { ...webhookView(webhook), ...(secret ? { signing_secret: secret } : {}), ...rotation }, message: 'Webhook found' };
   });
+
+  app.post<{ Params: { id: string }; Body: unknown }>(
+    '/api/webhooks/:id/rotate-secret',
+    { schema: { tags: ['webhooks'], description: ROTATE_DESCRIPTION } },
+    async (request) => {
+      const caller = requireAdmin(request);
+      const overlapSeconds = new WebhookBody(request.body).optionalSeconds('overlap_seconds', MAX_OVERLAP_SECONDS) ?? DEFAULT_OVERLAP_SECONDS;
+      const webhook = await ownWebhook(caller.accountId, request.params.id);
+      const { secret, previousUntil } = await store.rotateSecret(webhook, overlapSeconds * 1000, now());
+      await audit(request, AUDIT_ACTIONS.webhookSecretRotated, webhook.id);
+      return {
+        success: true,
+        result: { signing_secret: secret, previous_secret_valid_until: previousUntil === null ? null : new Date(previousUntil).toISOString() },
+        message: previousUntil === null ? 'Signing secret rotated; deliveries are signed with the new secret only' : 'Signing secret rotated; deliveries carry a signature with each secret until the overlap ends',
+      };
+    },
+  );
 
   app.put<{ Body: unknown }>('/api/webhooks', { schema: { tags: ['webhooks'] } }, async (request) => {
     const caller = requireAdmin(request);

@@ -146,7 +146,8 @@ const rerunSchema = {
 const pageQuery = (extra: Record<string, unknown>) =>
   ({
     type: 'object',
-    properties: { page: { type: 'integer', minimum: 1, default: 1 }, limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, ...extra },
+    // Bounded so that (page - 1) * limit stays a small integer: page 10^20 made an offset no store takes (500).
+    properties: { page: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 1 }, limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, ...extra },
   }) as const;
 
 /**

@@ -3,6 +3,7 @@ import { PgComplianceChecks } from './pg-compliance-checks.js';
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import { STORE_KINDS, type Store, type StoreHooks } from '../store.js';
 import { PgAudit } from './pg-audit.js';
+import { PgUsage } from './pg-usage.js';
 import { PgRepoScans } from './pg-repo-scans.js';
 import { PgBilling } from './pg-billing.js';
 import { PgBreaches } from './pg-breaches.js';
@@ -59,6 +60,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     quotaUsage: new PgQuotaUsage(db),
     creditAlerts: new PgCreditAlerts(db),
     audit: new PgAudit(db),
+    usage: new PgUsage(db),
     retention: new PgRetention(db),
     monitors: new PgMonitors(db),
     monitorRuns: new PgMonitorRuns(db),

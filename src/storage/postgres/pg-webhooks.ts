@@ -1,6 +1,6 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import type { NewWebhookRow, WebhookRow } from '../records.js';
-import type { WebhooksPort } from '../store.js';
+import type { SealedWebhookSecrets, WebhooksPort } from '../store.js';
 import type { PgDatabase } from './pg-database.js';
 
 type Row = Omit<WebhookRow, 'events'> & { events: string };
@@ -71,12 +71,20 @@ export class PgWebhooks implements WebhooksPort {
     return rowCount === 1;
   }
 
-  async sealedSecrets(id: string): Promise<{ secret: string | null; token: string | null } | undefined> {
-    const { rows } = await this.db.query<{ secret: string | null; token: string | null }>(
-      'SELECT secret_sealed AS secret, telegram_token_sealed AS token FROM webhooks WHERE id = $1',
+  async sealedSecrets(id: string): Promise<SealedWebhookSecrets | undefined> {
+    const { rows } = await this.db.query<SealedWebhookSecrets>(
+      'SELECT secret_sealed AS secret, telegram_token_sealed AS token, previous_secret_sealed AS previous, previous_secret_until AS "previousUntil" FROM webhooks WHERE id = $1',
       [id],
     );
     return rows[0];
+  }
+
+  async rotateSecret(id: string, expected: string | null, sealed: string, previous: string | null, previousUntil: number | null, now: number): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      'UPDATE webhooks SET secret_sealed = $1, previous_secret_sealed = $2, previous_secret_until = $3, updated_at = $4 WHERE id = $5 AND deleted_at IS NULL AND secret_sealed IS NOT DISTINCT FROM $6',
+      [sealed, previous, previousUntil, now, id, expected],
+    );
+    return rowCount === 1;
   }
 }
 

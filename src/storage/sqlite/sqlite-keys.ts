@@ -1,13 +1,12 @@
-import type { ApiKeyRow } from '../records.js';
+import type { ApiKeyRow, NewApiKeyRow } from '../records.js';
 import type { KeysPort } from '../store.js';
 import type { Db } from './open-database.js';
-import type { OutboxEvent } from '../records.js';
 import { SqliteOutbox } from './sqlite-outbox.js';
 
 type Row = Omit<ApiKeyRow, 'isActive'> & { isActive: number };
 
 const COLUMNS = `id, account_id AS accountId, name, key_prefix AS keyPrefix, role, is_active AS isActive, revoked_at AS revokedAt,
-  created_at AS createdAt, key_hash AS keyHash, sealed, reveal_until AS revealUntil`;
+  created_at AS createdAt, key_hash AS keyHash, sealed, reveal_until AS revealUntil, expires_at AS expiresAt, replaced_by AS replacedBy`;
 
 /** API key rows. Each method is one statement, atomic on its own. */
 export class SqliteKeys implements KeysPort {
@@ -18,9 +17,14 @@ export class SqliteKeys implements KeysPort {
     this.outbox = new SqliteOutbox(db);
     this.s = {
       insert: db.prepare(
-        `INSERT INTO api_keys (id, account_id, name, key_hash, key_prefix, role, sealed, reveal_until, created_at)
-         VALUES (@id, @accountId, @name, @keyHash, @keyPrefix, @role, @sealed, @revealUntil, @now)`,
+        `INSERT INTO api_keys (id, account_id, name, key_hash, key_prefix, role, sealed, reveal_until, created_at, expires_at)
+         VALUES (@id, @accountId, @name, @keyHash, @keyPrefix, @role, @sealed, @revealUntil, @now, @expiresAt)`,
       ),
+      endRolled: db.prepare(
+        `UPDATE api_keys SET expires_at = min(coalesce(expires_at, @endsAt), @endsAt), replaced_by = @next
+         WHERE id = @id AND revoked_at IS NULL AND replaced_by IS NULL AND (expires_at IS NULL OR expires_at > @now)`,
+      ),
+      revokeExpired: db.prepare('UPDATE api_keys SET is_active = 0, revoked_at = expires_at, sealed = NULL WHERE revoked_at IS NULL AND expires_at <= ?'),
       byHash: db.prepare(`SELECT ${COLUMNS}, (SELECT status FROM accounts a WHERE a.id = k.account_id) AS accountStatus FROM api_keys k WHERE key_hash = ?`),
       byId: db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE id = ?`),
       list: db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE account_id = ? ORDER BY created_at, id`),
@@ -31,12 +35,29 @@ export class SqliteKeys implements KeysPort {
     };
   }
 
-  async insert(row: Omit<ApiKeyRow, 'isActive' | 'revokedAt' | 'createdAt'> & { now: number; event?: OutboxEvent | undefined }): Promise<void> {
+  async insert(row: NewApiKeyRow): Promise<void> {
+    this.db.transaction(() => this.insertSync(row))();
+  }
+
+  private insertSync(row: NewApiKeyRow): void {
     const { id, accountId, name, keyHash, keyPrefix, role, sealed, revealUntil, now, event } = row;
-    this.db.transaction(() => {
-      this.s.insert.run({ id, accountId, name, keyHash, keyPrefix, role, sealed, revealUntil, now });
-      if (event) this.outbox.addIfSubscribed(event, now);
-    })();
+    this.s.insert.run({ id, accountId, name, keyHash, keyPrefix, role, sealed, revealUntil, now, expiresAt: row.expiresAt ?? null });
+    if (event) this.outbox.addIfSubscribed(event, now);
+  }
+
+  /** IMMEDIATE: two rolls of one key serialise, and the second finds it replaced. */
+  async roll(oldId: string, oldEndsAt: number, next: NewApiKeyRow): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        if (this.s.endRolled.run({ id: oldId, endsAt: oldEndsAt, next: next.id, now: next.now }).changes !== 1) return false;
+        this.insertSync(next);
+        return true;
+      })
+      .immediate();
+  }
+
+  async revokeExpired(now: number): Promise<number> {
+    return this.s.revokeExpired.run(now).changes;
   }
 
   async byHash(keyHash: string): Promise<(ApiKeyRow & { accountStatus: string | null }) | undefined> {
@@ -83,5 +104,7 @@ function fromRow(row: Row): ApiKeyRow {
     keyHash: row.keyHash,
     sealed: row.sealed,
     revealUntil: row.revealUntil,
+    expiresAt: row.expiresAt,
+    replacedBy: row.replacedBy,
   };
 }

@@ -2,6 +2,7 @@ import type { Store, StoreHooks } from '../store.js';
 import { SqliteComplianceChecks } from './sqlite-compliance-checks.js';
 import { billingKeysFor, openDatabase, type OpenDatabaseOptions } from './open-database.js';
 import { SqliteAudit } from './sqlite-audit.js';
+import { SqliteUsage } from './sqlite-usage.js';
 import { SqliteRepoScans } from './sqlite-repo-scans.js';
 import { SqliteBilling } from './sqlite-billing.js';
 import { SqliteBreaches } from './sqlite-breaches.js';
@@ -56,6 +57,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     quotaUsage: new SqliteQuotaUsage(db),
     creditAlerts: new SqliteCreditAlerts(db),
     audit: new SqliteAudit(db),
+    usage: new SqliteUsage(db),
     retention: new SqliteRetention(db),
     monitors: new SqliteMonitors(db, reads),
     monitorRuns: new SqliteMonitorRuns(db, outbox),

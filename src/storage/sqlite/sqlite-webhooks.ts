@@ -1,6 +1,6 @@
 import { AppError, ERROR_CODES } from '../../shared/errors.js';
 import type { NewWebhookRow, WebhookRow } from '../records.js';
-import type { WebhooksPort } from '../store.js';
+import type { SealedWebhookSecrets, WebhooksPort } from '../store.js';
 import type { Db } from './open-database.js';
 
 type Row = Omit<WebhookRow, 'events' | 'isActive'> & { events: string; isActive: number };
@@ -20,8 +20,9 @@ export class SqliteWebhooks implements WebhooksPort {
       list: db.prepare(`SELECT ${COLUMNS} FROM webhooks WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at, id LIMIT ? OFFSET ?`),
       count: db.prepare('SELECT count(*) AS n FROM webhooks WHERE account_id = ? AND deleted_at IS NULL'),
       active: db.prepare(`SELECT ${COLUMNS} FROM webhooks WHERE account_id = ? AND deleted_at IS NULL AND is_active = 1`),
-      secrets: db.prepare('SELECT secret_sealed AS secret, telegram_token_sealed AS token FROM webhooks WHERE id = ?'),
+      secrets: db.prepare('SELECT secret_sealed AS secret, telegram_token_sealed AS token, previous_secret_sealed AS previous, previous_secret_until AS "previousUntil" FROM webhooks WHERE id = ?'),
       update: db.prepare('UPDATE webhooks SET url = ?, events = ?, description = ?, is_active = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL'),
+      rotate: db.prepare('UPDATE webhooks SET secret_sealed = ?, previous_secret_sealed = ?, previous_secret_until = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL AND secret_sealed IS ?'),
       remove: db.prepare('UPDATE webhooks SET deleted_at = ?, is_active = 0 WHERE id = ? AND deleted_at IS NULL'),
     };
   }
@@ -77,8 +78,12 @@ export class SqliteWebhooks implements WebhooksPort {
     return this.s.remove.run(now, id).changes === 1;
   }
 
-  async sealedSecrets(id: string): Promise<{ secret: string | null; token: string | null } | undefined> {
-    return this.s.secrets.get(id) as { secret: string | null; token: string | null } | undefined;
+  async sealedSecrets(id: string): Promise<SealedWebhookSecrets | undefined> {
+    return this.s.secrets.get(id) as SealedWebhookSecrets | undefined;
+  }
+
+  async rotateSecret(id: string, expected: string | null, sealed: string, previous: string | null, previousUntil: number | null, now: number): Promise<boolean> {
+    return this.s.rotate.run(sealed, previous, previousUntil, now, id, expected).changes === 1;
   }
 }
 
