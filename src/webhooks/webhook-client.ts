@@ -15,6 +15,8 @@ export interface WebhookClientDeps {
   telegramApiUrl: string;
   attemptTimeoutMs: number;
   enrich?: PayloadEnricher;
+  /** Headers of the event's own (a workflow webhook step's, secrets filled in), resolved at send time and never recorded. */
+  extraHeaders?: (accountId: string, eventType: string, payload: unknown) => Promise<Record<string, string>>;
   now: () => number;
 }
 
@@ -44,7 +46,9 @@ export class WebhookClient {
     }
     const secret = (await deps.webhooks.signingSecret(webhook.id)) ?? '';
     const body = Buffer.from(JSON.stringify(payload));
-    const headers = deliveryHeaders(body, secret, delivery.eventType, delivery.messageId, deps.now());
+    // The signed headers last: nothing a step sets replaces them (its reserved names are refused at save too).
+    const extra = deps.extraHeaders ? await deps.extraHeaders(webhook.accountId, delivery.eventType, delivery.payload) : {};
+    const headers = { ...extra, ...deliveryHeaders(body, secret, delivery.eventType, delivery.messageId, deps.now()) };
     const result = await deps.transport.post({ url: webhook.url, body, headers, timeoutMs: deps.attemptTimeoutMs });
     return { result, payload };
   }

@@ -1,6 +1,7 @@
 import { Cron } from 'croner';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { checkExpression, pathSegments } from './expression.js';
+import { checkStepHeaders } from './step-headers.js';
 
 /**
  * A workflow definition (spec 2.5): what a version holds, checked whole at save so that a run
@@ -125,6 +126,7 @@ export function validateDefinition(input: { name?: unknown; description?: unknow
     } else if (type === 'webhook') {
       if (typeof config.webhook_id !== 'string' || config.webhook_id === '') refuse(ERROR_CODES.invalidWorkflow, `step ${id}: config.webhook_id names one of the account's webhooks`, { step: id });
       expressionOf(step, 'body', false, earlier);
+      checkStepHeaders(step);
     }
     steps.push(step);
     earlier.add(id);

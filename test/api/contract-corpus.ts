@@ -157,6 +157,10 @@ export const CORPUS: CorpusStep[] = [
   { name: 'revoke the ingest URL', method: 'DELETE', path: '/api/workflows/{workflow}/ingest-token', status: 200 },
   { name: 'delete the workflow', method: 'DELETE', path: '/api/workflows/{workflow}', status: 200 },
   { name: 'the workflow templates', method: 'GET', path: '/api/workflow-templates', status: 200 },
+  { name: 'a workflow secret', method: 'PUT', path: '/api/workflow-secrets/CORPUS_TOKEN', json: { value: 'corpus-secret-value' }, status: 201 },
+  { name: 'the same secret replaced', method: 'PUT', path: '/api/workflow-secrets/CORPUS_TOKEN', json: { value: 'corpus-secret-value-2' }, status: 200 },
+  { name: 'the workflow secrets', method: 'GET', path: '/api/workflow-secrets', status: 200 },
+  { name: 'delete the workflow secret', method: 'DELETE', path: '/api/workflow-secrets/CORPUS_TOKEN', status: 200 },
   { name: 'a workflow from a template', method: 'POST', path: '/api/workflow-templates/email_gender_segment/clone', json: { name: 'sign-ups by gender' }, status: 201 },
   { name: 'log out', method: 'POST', path: '/api/auth/logout', as: 'session', status: 200 },
 ];
