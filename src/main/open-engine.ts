@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { KeyStore } from '../auth/key-store.js';
 import { openSealer } from './open-sealer.js';
-import { WorkflowSecrets } from '../workflows/workflow-secrets.js';
+import { WorkflowSecrets } from '../webhooks/workflow-secrets.js';
 import { stepDeliveryHeaders } from '../workflows/step-delivery-headers.js';
 import { SessionStore } from '../auth/session-store.js';
 import type { ShreddingSealer } from '../auth/data-keys.js';

@@ -6,7 +6,7 @@ import type { AddressPolicy } from './address-policy.js';
 import type { WebhookClient } from './webhook-client.js';
 import { WebhookSender, type SenderOptions } from './webhook-sender.js';
 import type { WebhookStore } from './webhook-store.js';
-import type { WorkflowSecrets } from '../workflows/workflow-secrets.js';
+import type { WorkflowSecrets } from './workflow-secrets.js';
 
 /** The webhook side of an open engine: what the API and the sender work with. */
 export interface Webhooks {

@@ -1,6 +1,7 @@
 import { Cron } from 'croner';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { checkExpression, pathSegments } from './expression.js';
+import type { StepDefinition } from './step-definition.js';
 import { checkStepHeaders } from './step-headers.js';
 
 /**
@@ -31,11 +32,7 @@ export const MAX_STEPS = 50;
 export const MAX_DELAY_SECONDS = 30 * 24 * 3600;
 const STEP_ID = /^[A-Za-z][A-Za-z0-9_]{0,39}$/;
 
-export interface StepDefinition {
-  id: string;
-  type: string;
-  config: Record<string, unknown>;
-}
+export type { StepDefinition };
 
 export interface TriggerDefinition {
   type: string;

@@ -2,7 +2,7 @@ import type { Store } from '../storage/store.js';
 import type { StepDefinition } from './definition.js';
 import { WORKFLOW_STEP_EVENT } from './step-executor.js';
 import { checkStepHeaders, SECRET_REFERENCE } from './step-headers.js';
-import type { WorkflowSecrets } from './workflow-secrets.js';
+import type { WorkflowSecrets } from '../webhooks/workflow-secrets.js';
 
 /**
  * The headers of the webhook step a `workflow.step` delivery comes from, secrets filled in, read

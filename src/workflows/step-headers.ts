@@ -1,5 +1,5 @@
 import { AppError, ERROR_CODES } from '../shared/errors.js';
-import type { StepDefinition } from './definition.js';
+import type { StepDefinition } from './step-definition.js';
 
 /**
  * A webhook step's extra headers (docs/workflows.md, "Secrets"): `config.headers` maps a header

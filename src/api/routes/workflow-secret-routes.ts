@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ERROR_CODES } from '../../shared/errors.js';
-import { MAX_SECRET_CHARS, secretView } from '../../workflows/workflow-secrets.js';
+import { MAX_SECRET_CHARS, secretView } from '../../webhooks/workflow-secrets.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
