@@ -96,6 +96,10 @@ describe.each(TEST_STORES)('workflow secrets on %s', (kind) => {
     expect((await call('DELETE', '/api/workflow-secrets/OLD_TOKEN')).statusCode).toBe(200);
     expect((await call('DELETE', '/api/workflow-secrets/OLD_TOKEN')).statusCode).toBe(404);
     expect(json(await call('GET', '/api/workflow-secrets')).secrets.map((s: { name: string }) => s.name)).toEqual(['API_TOKEN']);
+    // Each change is in the audit log, by name.
+    const audit = json(await call('GET', '/api/account/audit'));
+    const secretEntries = (audit.entries as { action: string; target_id: string }[]).filter((e) => e.action.startsWith('workflow_secret.')).map((e) => `${e.action} ${e.target_id}`);
+    expect(secretEntries).toEqual(['workflow_secret.deleted OLD_TOKEN', 'workflow_secret.set OLD_TOKEN', 'workflow_secret.set API_TOKEN', 'workflow_secret.set API_TOKEN']);
 
     // Nothing Sluice answered or logged holds any value, and the run's outputs and log do not either.
     await call('GET', `/api/workflow-runs/${run.id}`);

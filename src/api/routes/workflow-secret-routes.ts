@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import { AUDIT_ACTIONS } from '../../auth/audit-log.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import { MAX_SECRET_CHARS, secretView } from '../../webhooks/workflow-secrets.js';
 import type { ApiDeps } from '../api-deps.js';
 import { keyAuth, requireWritable } from '../authenticate.js';
 import { httpError } from '../errors.js';
+import { requestAudit } from './audit-routes.js';
 import { errorSchema } from './monitor-schemas.js';
 
 const TAGS = ['workflows'];
@@ -30,6 +32,7 @@ const invalid = { 422: { description: 'invalid_request: a bad name, or a value t
 export async function workflowSecretRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const secrets = deps.webhooks.workflowSecrets;
   const clock = deps.engine.clock;
+  const audit = requestAudit(deps);
   app.addHook('onRequest', keyAuth(deps));
 
   app.put<{ Params: { name: string }; Body: { value: string } }>(
@@ -48,6 +51,7 @@ export async function workflowSecretRoutes(app: FastifyInstance, deps: ApiDeps):
     async (request, reply) => {
       const caller = requireWritable(request);
       const { secret, created } = await secrets.put(caller.accountId, request.params.name, request.body.value, clock.now());
+      await audit(request, AUDIT_ACTIONS.workflowSecretSet, secret.name);
       return reply.code(created ? 201 : 200).send(secretView(secret));
     },
   );
@@ -81,6 +85,7 @@ export async function workflowSecretRoutes(app: FastifyInstance, deps: ApiDeps):
     async (request) => {
       const caller = requireWritable(request);
       if (!(await secrets.delete(caller.accountId, request.params.name))) throw httpError(404, ERROR_CODES.workflowSecretNotFound, `no workflow secret ${request.params.name}`);
+      await audit(request, AUDIT_ACTIONS.workflowSecretDeleted, request.params.name);
       return { deleted: true, name: request.params.name };
     },
   );
