@@ -39,6 +39,7 @@ import { listForm } from './routes/monitor-schemas.js';
 import { monitorRoutes } from './routes/monitor-routes.js';
 import { workflowRoutes } from './routes/workflow-routes.js';
 import { workflowIngestRoutes } from './routes/workflow-ingest-routes.js';
+import { workflowSecretRoutes } from './routes/workflow-secret-routes.js';
 import { monitorRunRoutes } from './routes/monitor-run-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 import { completeDocument } from './openapi/complete-document.js';
@@ -195,6 +196,7 @@ export async function buildApp(deps: ApiDeps, log: Logger, clientLimits?: Client
   await app.register(async (scope) => listRoutes(scope, deps));
   await app.register(async (scope) => workflowRoutes(scope, deps));
   await app.register(async (scope) => workflowIngestRoutes(scope, deps));
+  await app.register(async (scope) => workflowSecretRoutes(scope, deps));
   await app.register(async (scope) => dashboardRoutes(scope));
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

@@ -48,6 +48,9 @@ export const AUDIT_ACTIONS = {
   /** Every update is a new version of the workflow: the entry marks when each began. */
   workflowUpdated: 'workflow.updated',
   workflowDeleted: 'workflow.deleted',
+  /** A workflow secret created or replaced; the target is its name, never its value. */
+  workflowSecretSet: 'workflow_secret.set',
+  workflowSecretDeleted: 'workflow_secret.deleted',
 } as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[keyof typeof AUDIT_ACTIONS];
 

@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { KeyStore } from '../auth/key-store.js';
 import { openSealer } from './open-sealer.js';
+import { WorkflowSecrets } from '../webhooks/workflow-secrets.js';
+import { stepDeliveryHeaders } from '../workflows/step-delivery-headers.js';
 import { SessionStore } from '../auth/session-store.js';
 import type { ShreddingSealer } from '../auth/data-keys.js';
 import { REMOTE_CAPABLE_KINDS, type Config, type RemoteCapableKind } from '../config/load-config.js';
@@ -210,6 +212,7 @@ function serviceOf(url: string): string {
 function openWebhooks(config: Config, store: Store, sealer: ShreddingSealer, jobService: JobService, objects: ObjectStore, overrides: EngineOverrides): Webhooks {
   const policy = { allowPrivate: config.webhooks.allowPrivate, resolve: overrides.resolve ?? systemResolver };
   const webhookStore = new WebhookStore(store.webhooks, sealer);
+  const workflowSecrets = new WorkflowSecrets(store.workflowSecrets, sealer);
   const client = new WebhookClient({
     webhooks: webhookStore,
     transport: new HttpTransport(policy, overrides.webhookCa ? { ca: overrides.webhookCa } : {}),
@@ -218,8 +221,9 @@ function openWebhooks(config: Config, store: Store, sealer: ShreddingSealer, job
     attemptTimeoutMs: config.webhooks.attemptTimeoutMs,
     enrich: chainEnrichers(withDownloadUrls(jobService, config.presignExpiresSeconds), withChangesUrl(objects, config.presignExpiresSeconds)),
     now: () => (overrides.clock ?? systemClock).now(),
+    extraHeaders: (accountId, eventType, payload) => stepDeliveryHeaders(store, workflowSecrets, accountId, eventType, payload),
   });
-  return { store: webhookStore, deliveries: store.deliveries, client, policy, attemptTimeoutMs: config.webhooks.attemptTimeoutMs, creditAlerts: store.creditAlerts };
+  return { store: webhookStore, deliveries: store.deliveries, client, policy, attemptTimeoutMs: config.webhooks.attemptTimeoutMs, creditAlerts: store.creditAlerts, workflowSecrets };
 }
 
 async function openObjectStore(config: Config, log: Logger, metrics: Metrics): Promise<{ objects: ObjectStore; close: () => Promise<void> }> {

@@ -145,6 +145,10 @@ export const ERROR_CODES = {
   workflowRunNotFound: 'workflow_run_not_found',
   /** A webhook step names a webhook that is not an active generic webhook of the account. */
   workflowWebhookNotFound: 'workflow_webhook_not_found',
+  /** No workflow secret of that name in the account (404 on its routes). */
+  workflowSecretNotFound: 'workflow_secret_not_found',
+  /** A step references `{{secrets.NAME}}` and the account has no secret NAME (422 at save). */
+  unknownWorkflowSecret: 'unknown_workflow_secret',
   /** A definition that breaks a rule of docs/workflows.md; `details` names the step and the problem. */
   invalidWorkflow: 'invalid_workflow',
   /** A step type the spec names (domain_lookup, ip_lookup, darkweb_lookup) whose lookup Sluice does not have yet. */

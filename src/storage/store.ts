@@ -23,6 +23,7 @@ import type { RepoScansPort } from './repo-scan-records.js';
 import type { QuotaUsagePort } from './quota-usage.js';
 import type { CreditAlertsPort } from './credit-alerts.js';
 import type { UsagePort } from './usage-records.js';
+import type { WorkflowSecretsPort } from './workflow-secret-records.js';
 import type {
   Account,
   ApiKeyRow,
@@ -88,6 +89,8 @@ export interface Store {
   readonly quotaUsage: QuotaUsagePort;
   /** The credit alert each account may set, and the sweep that announces crossings (issue 27). */
   readonly creditAlerts: CreditAlertsPort;
+  /** Named secrets webhook steps send by reference, stored sealed (issue 34). */
+  readonly workflowSecrets: WorkflowSecretsPort;
   /** Resolves when the database answers: what `/readyz` reports. */
   ping(): Promise<void>;
   close(): Promise<void>;

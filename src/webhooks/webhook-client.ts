@@ -15,6 +15,8 @@ export interface WebhookClientDeps {
   telegramApiUrl: string;
   attemptTimeoutMs: number;
   enrich?: PayloadEnricher;
+  /** Headers of the event's own (a workflow webhook step's, secrets filled in), resolved at send time and never recorded. */
+  extraHeaders?: (accountId: string, eventType: string, payload: unknown) => Promise<Record<string, string>>;
   now: () => number;
 }
 
@@ -45,7 +47,9 @@ export class WebhookClient {
     const now = deps.now();
     const secrets = await deps.webhooks.signingSecrets(webhook.id, now);
     const body = Buffer.from(JSON.stringify(payload));
-    const headers = deliveryHeaders(body, secrets.length > 0 ? secrets : [''], delivery.eventType, delivery.messageId, now);
+    // The signed headers last: nothing a step sets replaces them (its reserved names are refused at save too).
+    const extra = deps.extraHeaders ? await deps.extraHeaders(webhook.accountId, delivery.eventType, delivery.payload) : {};
+    const headers = { ...extra, ...deliveryHeaders(body, secrets.length > 0 ? secrets : [''], delivery.eventType, delivery.messageId, now) };
     const result = await deps.transport.post({ url: webhook.url, body, headers, timeoutMs: deps.attemptTimeoutMs });
     return { result, payload };
   }

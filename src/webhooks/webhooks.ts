@@ -6,6 +6,7 @@ import type { AddressPolicy } from './address-policy.js';
 import type { WebhookClient } from './webhook-client.js';
 import { WebhookSender, type SenderOptions } from './webhook-sender.js';
 import type { WebhookStore } from './webhook-store.js';
+import type { WorkflowSecrets } from './workflow-secrets.js';
 
 /** The webhook side of an open engine: what the API and the sender work with. */
 export interface Webhooks {
@@ -17,6 +18,8 @@ export interface Webhooks {
   readonly attemptTimeoutMs: number;
   /** Swept by every sender for credit crossings (`credits.low`); unset: no credit alerts are sent. */
   readonly creditAlerts?: CreditAlertsPort | undefined;
+  /** Workflow secrets (issue 34): their routes, and the webhook steps' headers at send time. */
+  readonly workflowSecrets: WorkflowSecrets;
 }
 
 /** A sender over an engine's webhooks, for the processes that deliver (`serve`, `worker`, the demo). */

@@ -1,6 +1,8 @@
 import { Cron } from 'croner';
 import { AppError, ERROR_CODES } from '../shared/errors.js';
 import { checkExpression, pathSegments } from './expression.js';
+import type { StepDefinition } from './step-definition.js';
+import { checkStepHeaders } from './step-headers.js';
 
 /**
  * A workflow definition (spec 2.5): what a version holds, checked whole at save so that a run
@@ -30,11 +32,7 @@ export const MAX_STEPS = 50;
 export const MAX_DELAY_SECONDS = 30 * 24 * 3600;
 const STEP_ID = /^[A-Za-z][A-Za-z0-9_]{0,39}$/;
 
-export interface StepDefinition {
-  id: string;
-  type: string;
-  config: Record<string, unknown>;
-}
+export type { StepDefinition };
 
 export interface TriggerDefinition {
   type: string;
@@ -125,6 +123,7 @@ export function validateDefinition(input: { name?: unknown; description?: unknow
     } else if (type === 'webhook') {
       if (typeof config.webhook_id !== 'string' || config.webhook_id === '') refuse(ERROR_CODES.invalidWorkflow, `step ${id}: config.webhook_id names one of the account's webhooks`, { step: id });
       expressionOf(step, 'body', false, earlier);
+      checkStepHeaders(step);
     }
     steps.push(step);
     earlier.add(id);

@@ -4,6 +4,7 @@ import { AppError, ERROR_CODES } from '../shared/errors.js';
 import type { Store } from '../storage/store.js';
 import type { WorkflowLogRecord, WorkflowRecord, WorkflowRunRecord } from '../storage/workflow-records.js';
 import { runNotFound, workflowNotFound } from '../storage/workflow-rows.js';
+import { requireSecrets } from './step-headers.js';
 import { nextFire, triggerMonitor, validateDefinition, WORKFLOW_STATUSES, type WorkflowDefinition } from './definition.js';
 
 /** A run's input is JSON on the run's row: bounded like a step's output. */
@@ -80,6 +81,7 @@ export class WorkflowService {
       throw new AppError(ERROR_CODES.invalidWorkflow, `status is one of ${WORKFLOW_STATUSES.join(', ')}`, { statusCode: 422 });
     }
     const def = validateDefinition(body);
+    await requireSecrets(async () => new Set((await this.store.workflowSecrets.list(accountId)).map((s) => s.name)), def.steps);
     for (const step of def.steps) {
       if (step.type !== 'webhook') continue;
       const hook = await this.store.webhooks.get(step.config.webhook_id as string);

@@ -146,7 +146,7 @@ parentPort.on('message', async ({ id, port, method, args }) => {
 });
 `;
 
-const PORTS = ['jobs', 'billing', 'results', 'keys', 'sessions', 'idempotency', 'webhooks', 'deliveries', 'breaches', 'emailBreaches', 'companies', 'limits', 'audit', 'retention', 'monitors', 'monitorRuns', 'monitorResults', 'repoScans', 'ipNetwork', 'complianceChecks', 'workflows', 'quotaUsage', 'creditAlerts', 'usage'] as const;
+const PORTS = ['jobs', 'billing', 'results', 'keys', 'sessions', 'idempotency', 'webhooks', 'deliveries', 'breaches', 'emailBreaches', 'companies', 'limits', 'audit', 'retention', 'monitors', 'monitorRuns', 'monitorResults', 'repoScans', 'ipNetwork', 'complianceChecks', 'workflows', 'quotaUsage', 'creditAlerts', 'usage', 'workflowSecrets'] as const;
 
 interface Reply {
   id: number;

@@ -17,6 +17,7 @@ import { PgKeys } from './pg-keys.js';
 import { PgLimits } from './pg-limits.js';
 import { PgQuotaUsage } from './pg-quota-usage.js';
 import { PgCreditAlerts } from './pg-credit-alerts.js';
+import { PgWorkflowSecrets } from './pg-workflow-secrets.js';
 import { PgMonitors } from './pg-monitors.js';
 import { PgMonitorRuns } from './pg-monitor-runs.js';
 import { PgWorkflows } from './pg-workflows.js';
@@ -59,6 +60,7 @@ export async function openPostgresStore(options: { url: string; poolSize: number
     limits: new PgLimits(db),
     quotaUsage: new PgQuotaUsage(db),
     creditAlerts: new PgCreditAlerts(db),
+    workflowSecrets: new PgWorkflowSecrets(db),
     audit: new PgAudit(db),
     usage: new PgUsage(db),
     retention: new PgRetention(db),

@@ -15,6 +15,7 @@ import { SqliteKeys } from './sqlite-keys.js';
 import { SqliteLimits } from './sqlite-limits.js';
 import { SqliteQuotaUsage } from './sqlite-quota-usage.js';
 import { SqliteCreditAlerts } from './sqlite-credit-alerts.js';
+import { SqliteWorkflowSecrets } from './sqlite-workflow-secrets.js';
 import { SqliteMonitors } from './sqlite-monitors.js';
 import { SqliteMonitorRuns } from './sqlite-monitor-runs.js';
 import { SqliteMonitorResults } from './sqlite-monitor-results.js';
@@ -56,6 +57,7 @@ export function openSqliteStore(file: string, options: OpenDatabaseOptions, hook
     limits: new SqliteLimits(db),
     quotaUsage: new SqliteQuotaUsage(db),
     creditAlerts: new SqliteCreditAlerts(db),
+    workflowSecrets: new SqliteWorkflowSecrets(db),
     audit: new SqliteAudit(db),
     usage: new SqliteUsage(db),
     retention: new SqliteRetention(db),
