@@ -27,6 +27,10 @@ const { values } = parseArgs({
     domains: { type: 'string', default: '2000' },
     hosts: { type: 'string', default: '20' },
     'host-concurrency': { type: 'string', default: '4' },
+    // Chunks in work (SLUICE_WORKER_CONCURRENCY); default: as many as a host's sessions.
+    workers: { type: 'string' },
+    // Rows per chunk (SLUICE_CHUNK_ROWS); default: the engine's.
+    'chunk-rows': { type: 'string' },
     'dns-ms': { type: 'string', default: '2' },
     'smtp-ms': { type: 'string', default: '20' },
     out: { type: 'string' },
@@ -34,6 +38,8 @@ const { values } = parseArgs({
 });
 const rows = Number(values.rows);
 const domains = Number(values.domains);
+// As many chunks in work as sessions a host may have, by default: each batch spreads over every host.
+const workers = Number(values.workers ?? values['host-concurrency']);
 const hosts = Number(values.hosts);
 const perHost = Number(values['host-concurrency']);
 const smtpMs = Number(values['smtp-ms']);
@@ -63,9 +69,10 @@ try {
     SLUICE_SMTP_ALLOW_PRIVATE: 'true',
     SLUICE_SMTP_HELO: 'bench.sluice.test',
     SLUICE_SMTP_HOST_CONCURRENCY: String(perHost),
-    // As many chunks in work as sessions a host may have: each batch spreads over every host.
-    SLUICE_WORKER_CONCURRENCY: String(perHost),
-    SLUICE_CHUNK_ROWS: String(Math.max(1000, Math.ceil(rows / (perHost * 4)))),
+    SLUICE_WORKER_CONCURRENCY: String(workers),
+    // Chunks of the engine's default size unless told: every chunk boundary is a pause in a
+    // worker's lookups (the chunk's part files written, the next chunk claimed and read).
+    ...(values['chunk-rows'] === undefined ? {} : { SLUICE_CHUNK_ROWS: values['chunk-rows'] }),
   };
   const engine = await openEngine(loadConfig(env), silentLogger());
   const account = await engine.deps.billing.createAccount({ id: 'bench', credits: rows * 2, now: Date.now() });
@@ -92,6 +99,7 @@ try {
     domains,
     hosts,
     perHost,
+    workers,
     dnsMs,
     smtpMs,
     status: run.summary.status,

@@ -161,6 +161,22 @@ describe('email verification against loopback DNS and SMTP servers', () => {
     expect(ok.sessions - before).toBe(1);
   });
 
+  it('a host limiter that cannot be reached fails the lookup call (to be retried), not the addresses', async () => {
+    let down = true;
+    const hostLimiter = {
+      run: <T>(_host: string, call: () => Promise<T>): Promise<T> => {
+        if (!down) return call();
+        down = false;
+        return Promise.reject(new Error('the store\'s slots are unreachable'));
+      },
+    };
+    const v = verifier({ hostLimiter });
+    await expect(v.lookup(['a1@ok.test', 'a2@ok.test'])).rejects.toThrow('the store\'s slots are unreachable');
+    // The retry, with the limiter back, finds the host's queue working again.
+    const again = await v.lookup(['a1@ok.test']);
+    expect(again[0]).toMatchObject({ ok: true, result: { reason: 'accepted' } });
+  });
+
   it('a server that answers 452 4.5.3 after one recipient gets a new session for the rest', async () => {
     const before = picky.sessions;
     const outcomes = await verifier().lookup(['p1@picky.test', 'p2@picky.test', 'p3@picky.test', 'p4@picky.test']);

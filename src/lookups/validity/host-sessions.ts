@@ -38,7 +38,8 @@ interface Group {
   remaining: number;
   failure: HostFailure | undefined;
   settled: boolean;
-  resolve: (failure: HostFailure | undefined) => void;
+  /** Settles the batch's wait: the host's failure, if an address got one, or the error that stopped its drain. */
+  resolve: (outcome: HostFailure | undefined | Error) => void;
 }
 
 interface Entry {
@@ -97,8 +98,8 @@ export class HostSessions {
   /** Asks `host` about `items` for the batch whose answers go to `result`; the failure, if any address got one. */
   ask(host: string, items: readonly HostItem[], result: ProbeResult, signal?: AbortSignal): Promise<HostFailure | undefined> {
     if (items.length === 0) return Promise.resolve(undefined);
-    return new Promise((resolve) => {
-      const group: Group = { result, remaining: items.length, failure: undefined, settled: false, resolve };
+    return new Promise((resolve, reject) => {
+      const group: Group = { result, remaining: items.length, failure: undefined, settled: false, resolve: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)) };
       if (signal && !watch(signal, group)) return;
       const state = this.state(host);
       for (const item of items) state.queue.push({ group, item });
@@ -117,7 +118,10 @@ export class HostSessions {
       state.drains++;
       void this.options.hostLimiter
         .run(host, () => this.drain(host, state))
-        .catch((e: unknown) => this.failAll(state, { reason: 'smtp_unavailable', evidence: { host, code: null, enhanced_code: null, text: errorText(e), tls: null } }))
+        // Not the host's fault (the store's slots could not be reached, a bug): the batches waiting
+        // on its queue fail with the error, and the job retries them as any failed lookup call,
+        // instead of their addresses becoming unreachable ones deferred to a later pass.
+        .catch((e: unknown) => this.rejectAll(state, e instanceof Error ? e : new Error(String(e))))
         .finally(() => {
           state.drains--;
           if (pending(state) === 0 && state.drains === 0) this.hosts.delete(host);
@@ -242,6 +246,10 @@ export class HostSessions {
     return questions;
   }
 
+  private rejectAll(state: HostState, error: Error): void {
+    for (let entry = take(state); entry; entry = take(state)) settle(entry.group, error);
+  }
+
   /** The host could not be asked: every address still queued for it gets `failure`. */
   private failAll(state: HostState, failure: HostFailure): void {
     for (let entry = take(state); entry; entry = take(state)) {
@@ -301,10 +309,10 @@ function done(group: Group): void {
   if (--group.remaining === 0) settle(group, group.failure);
 }
 
-function settle(group: Group, failure: HostFailure | undefined): void {
+function settle(group: Group, outcome: HostFailure | undefined | Error): void {
   if (group.settled) return;
   group.settled = true;
-  group.resolve(failure);
+  group.resolve(outcome);
 }
 
 /** The groups waiting under each batch's signal: one listener a signal, whatever its hosts. */
@@ -327,19 +335,15 @@ function watch(signal: AbortSignal, group: Group): boolean {
   }
   groups.add(group);
   const resolve = group.resolve;
-  group.resolve = (failure) => {
+  group.resolve = (outcome) => {
     groups.delete(group);
-    resolve(failure);
+    resolve(outcome);
   };
   return true;
 }
 
 function evidenceOf(host: string, reply: SmtpReply, tls: TlsEvidence | null): SmtpEvidence {
   return { host, code: reply.code, enhanced_code: reply.enhanced, text: reply.text.slice(0, 300), tls };
-}
-
-function errorText(e: unknown): string {
-  return (e instanceof Error ? e.message : String(e)).slice(0, 300);
 }
 
 /** A local part no person has: 20 random letters and digits. */
