@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { bearer, closeHarnesses, openStoreHarness, json, newAccount, runUntilDone, uploadCsv, type ApiHarness } from '../support/api-harness.js';
+import { bearer, closeHarnesses, openStoreHarness, json, newAccount, runUntilDone, runUntilStatus, uploadCsv, type ApiHarness } from '../support/api-harness.js';
 import { resultText, TEST_STORES } from '../support/test-engine.js';
 import type { StoreKind } from '../../src/storage/store.js';
 
@@ -25,7 +25,7 @@ describe.each(TEST_STORES)('partial downloads on %s', (store) => {
     // 23 credits: batches of 5 commit 20 rows, then the balance pays for 3 more of the next batch.
     const poor = await newAccount(h, { credits: 23 });
     const id = json(await uploadCsv(h, poor.key, CSV)).id as string;
-    await runUntilDone(h, [id]).catch(() => undefined);
+    await runUntilStatus(h, id, 'paused');
     const paused = await h.engine.deps.jobs.require(id);
     expect(paused.status).toBe('paused');
     const committed = paused.processedRows;

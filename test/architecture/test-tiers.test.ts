@@ -22,6 +22,7 @@ function testFilesOnDisk(dir = ROOT): string[] {
 const NOT_IN_UNIT = [
   { pattern: /from ['"](node:)?child_process['"]/, why: 'starts a child process' },
   { pattern: /support\/(cli-process|child-worker|api-serve)\.js/, why: 'starts sluice processes' },
+  { pattern: /support\/chromium\.js/, why: 'starts a browser' },
   { pattern: /\bCLI\b|\bdist\/(src|bench|fixtures)\b/, why: 'runs the build output' },
   { pattern: /\b(TEST_STORES|openTestStore|openStoreHarness|storeEnv|freshDatabase|migratedDatabase|poolScope|postgresServerUrl)\b/, why: 'uses PostgreSQL' },
   { pattern: /STORE_KINDS\.postgres/, why: 'uses PostgreSQL' },

@@ -36,7 +36,7 @@ function markdownUnder(dir: string): string[] {
  */
 const TEST_RUN_VARIABLES = [
   ...new Set(
-    ['../support/postgres-global-setup.ts', '../ui/dashboard.test.ts', '../api/metrics-exposition.test.ts'].flatMap((file) =>
+    ['../support/postgres-global-setup.ts', '../ui/dashboard.test.ts', '../api/metrics-exposition.test.ts', '../support/chromium.ts'].flatMap((file) =>
       [...fs.readFileSync(path.resolve(import.meta.dirname, file), 'utf8').matchAll(/process\.env\.(SLUICE_[A-Z0-9_]+)/g)].map((m) => m[1]!),
     ),
   ),

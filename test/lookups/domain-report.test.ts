@@ -13,7 +13,7 @@ const NOW = Date.parse('2026-11-27T00:00:00Z');
 let world: DomainWorld;
 
 function depsFor(w: DomainWorld, over: Partial<DomainReportDeps> = {}, allowPrivate = true): DomainReportDeps {
-  const resolver = new UdpDnsResolver({ servers: parseDnsServers(w.dnsServer), timeoutMs: 1_000, tries: 1 });
+  const resolver = new UdpDnsResolver({ servers: parseDnsServers(w.dnsServer), timeoutMs: 5_000, tries: 2 });
   const fetch: GuardedGetOptions = { resolver, blockedReason: (ip) => (ip.startsWith('127.') || ip === '::1' ? 'loopback' : undefined), allowPrivate, ca: w.caPem, timeoutMs: 2_000, maxBytes: 100_000, httpsPort: w.httpsPort };
   const getJson = async (url: string): Promise<unknown> => {
     const got = await guardedGet(url, { ...fetch, httpsPort: undefined });

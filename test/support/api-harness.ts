@@ -192,6 +192,14 @@ export async function runUntilDone(h: ApiHarness, jobIds: string[], timeoutMs = 
   if (!(await done())) throw new Error(`jobs not finished after ${timeoutMs} ms: ${(await statuses()).join(', ')}`);
 }
 
+/** Runs a worker until the job reaches `status` (a pause, say, which runUntilDone would wait out to its time-out). */
+export async function runUntilStatus(h: ApiHarness, jobId: string, status: JobStatus, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const reached = async (): Promise<boolean> => (await h.engine.deps.jobs.require(jobId)).status === status;
+  await new Worker(h.engine.deps).run({ concurrency: 1, until: async () => (await reached()) || Date.now() > deadline });
+  if (!(await reached())) throw new Error(`job not ${status} after ${timeoutMs} ms: ${(await h.engine.deps.jobs.require(jobId)).status}`);
+}
+
 export async function jobCount(h: ApiHarness, accountId: string): Promise<number> {
   return (await h.engine.deps.jobs.list({ accountId, limit: 1000, offset: 0 })).total;
 }

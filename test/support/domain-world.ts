@@ -3,9 +3,8 @@ import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { generate } from 'selfsigned';
 import { DnsFake } from './dns-fake.js';
+import { closeServers, listenLoopback, testCertificate, writeRdapBootstrap } from './loopback-web.js';
 
 /**
  * The loopback internet a domain report meets: a DNS fake with every record type the report reads,
@@ -47,20 +46,7 @@ export function rdapDoc(registrar: string, expires: string): Record<string, unkn
 export async function startDomainWorld(): Promise<DomainWorld> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-domain-'));
   const requests: DomainWorld['requests'] = { rdap: [], ct: [], https: [] };
-  const pems = await generate([{ name: 'commonName', value: 'site.test' }], {
-    keyType: 'ec',
-    algorithm: 'sha256',
-    notBeforeDate: new Date(Date.now() - 86_400_000),
-    notAfterDate: new Date(Date.now() + 30 * 86_400_000),
-    extensions: [
-      { name: 'basicConstraints', cA: true },
-      { name: 'keyUsage', digitalSignature: true, keyCertSign: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [{ type: 2, value: 'site.test' }, { type: 2, value: 'plain.test' }, { type: 2, value: 'mta-sts.site.test' }] },
-    ],
-  });
-  const caFile = path.join(dir, 'ca.pem');
-  fs.writeFileSync(caFile, pems.cert);
+  const pems = await testCertificate(dir, ['site.test', 'plain.test', 'mta-sts.site.test']);
   const world = {
     rdap: { 'site.test': rdapDoc('Example Registrar, Inc.', '2030-01-01T00:00:00Z') } as Record<string, unknown>,
     ct: {
@@ -78,7 +64,7 @@ export async function startDomainWorld(): Promise<DomainWorld> {
       'site.test/llms.txt': '# Site\n> A test site.\n',
     } as Record<string, string>,
   };
-  const site = https.createServer({ cert: pems.cert, key: pems.private }, (req, res) => {
+  const site = https.createServer({ cert: pems.cert, key: pems.key }, (req, res) => {
     requests.https.push(`${req.headers.host}${req.url}`);
     const body = world.files[`${req.headers.host}${req.url}`];
     if (body !== undefined) res.writeHead(200, { 'content-type': 'text/plain' }).end(body);
@@ -101,13 +87,8 @@ export async function startDomainWorld(): Promise<DomainWorld> {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ results: keys.map((k) => ({ ok: true, result: { names: world.ct[k] ?? [] } })) }));
     });
   });
-  const listen = async (server: http.Server | https.Server): Promise<number> => {
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return (server.address() as AddressInfo).port;
-  };
-  const [httpsPort, rdapPort, ctPort] = [await listen(site), await listen(rdap), await listen(ct)];
-  const rdapBootstrap = path.join(dir, 'dns.json');
-  fs.writeFileSync(rdapBootstrap, JSON.stringify({ version: '1.0', services: [[['test'], [`http://127.0.0.1:${rdapPort}/rdap/`]]] }));
+  const [httpsPort, rdapPort, ctPort] = [await listenLoopback(site), await listenLoopback(rdap), await listenLoopback(ct)];
+  const rdapBootstrap = writeRdapBootstrap(dir, ['test'], rdapPort);
 
   const dns = new DnsFake();
   const server = await dns.start();
@@ -132,17 +113,14 @@ export async function startDomainWorld(): Promise<DomainWorld> {
   return {
     dns,
     caPem: pems.cert,
-    caFile,
+    caFile: pems.caFile,
     httpsPort,
     rdapBootstrap,
     ctUrl: `http://127.0.0.1:${ctPort}`,
     ...world,
     requests,
     async stop() {
-      for (const s of [site, rdap, ct]) {
-        s.closeAllConnections();
-        await new Promise<void>((resolve) => s.close(() => resolve()));
-      }
+      await closeServers([site, rdap, ct]);
       await dns.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },

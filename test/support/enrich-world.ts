@@ -3,10 +3,9 @@ import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { generate } from 'selfsigned';
 import { gravatarHash } from '../../src/lookups/enrich/gravatar.js';
 import { DnsFake } from './dns-fake.js';
+import { closeServers, listenLoopback, testCertificate, writeRdapBootstrap } from './loopback-web.js';
 import { freeLoopbackPort, SmtpFake } from './smtp-fake.js';
 
 /**
@@ -50,21 +49,8 @@ export const GRAVATAR_ANN = { display_name: 'Ann Example', profile_url: 'https:/
 export async function startEnrichWorld(): Promise<EnrichWorld> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-enrich-'));
   const requests: EnrichWorld['requests'] = { mtaSts: [], rdap: [], gravatar: [] };
-  const pems = await generate([{ name: 'commonName', value: 'mta-sts.trust.test' }], {
-    keyType: 'ec',
-    algorithm: 'sha256',
-    notBeforeDate: new Date(Date.now() - 86_400_000),
-    notAfterDate: new Date(Date.now() + 30 * 86_400_000),
-    extensions: [
-      { name: 'basicConstraints', cA: true },
-      { name: 'keyUsage', digitalSignature: true, keyCertSign: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [{ type: 2, value: 'mta-sts.trust.test' }] },
-    ],
-  });
-  const caFile = path.join(dir, 'ca.pem');
-  fs.writeFileSync(caFile, pems.cert);
-  const mtaSts = https.createServer({ cert: pems.cert, key: pems.private }, (req, res) => {
+  const pems = await testCertificate(dir, ['mta-sts.trust.test']);
+  const mtaSts = https.createServer({ cert: pems.cert, key: pems.key }, (req, res) => {
     requests.mtaSts.push(`${req.headers.host}${req.url}`);
     if (req.url === '/.well-known/mta-sts.txt' && req.headers.host === 'mta-sts.trust.test') res.writeHead(200, { 'content-type': 'text/plain' }).end(TRUST_POLICY);
     else res.writeHead(404).end();
@@ -79,13 +65,8 @@ export async function startEnrichWorld(): Promise<EnrichWorld> {
     if (req.url === `/v3/profiles/${gravatarHash('ann@trust.test')}`) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(GRAVATAR_ANN));
     else res.writeHead(404).end('{"error":"Profile not found"}');
   });
-  const listen = async (server: http.Server | https.Server): Promise<number> => {
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return (server.address() as AddressInfo).port;
-  };
-  const [mtaStsPort, rdapPort, gravatarPort] = [await listen(mtaSts), await listen(rdap), await listen(gravatar)];
-  const bootstrap = path.join(dir, 'dns.json');
-  fs.writeFileSync(bootstrap, JSON.stringify({ version: '1.0', services: [[['test', 'example'], [`http://127.0.0.1:${rdapPort}/rdap/`]]] }));
+  const [mtaStsPort, rdapPort, gravatarPort] = [await listenLoopback(mtaSts), await listenLoopback(rdap), await listenLoopback(gravatar)];
+  const bootstrap = writeRdapBootstrap(dir, ['test', 'example'], rdapPort);
 
   const smtpPort = await freeLoopbackPort();
   const smtp = [
@@ -129,17 +110,14 @@ export async function startEnrichWorld(): Promise<EnrichWorld> {
       SLUICE_SMTP_MAIL_FROM: 'verify@sluice.test',
       SLUICE_SMTP_TIMEOUT_MS: '2000',
       SLUICE_ENRICH_ALLOW_PRIVATE: 'true',
-      SLUICE_ENRICH_CA_FILE: caFile,
+      SLUICE_ENRICH_CA_FILE: pems.caFile,
       SLUICE_ENRICH_HTTPS_PORT: String(mtaStsPort),
       SLUICE_RDAP_BOOTSTRAP: bootstrap,
       SLUICE_GRAVATAR_URL: `http://127.0.0.1:${gravatarPort}/v3`,
       SLUICE_DNSBL_ZONES: 'bl.test',
     },
     async stop() {
-      for (const s of [mtaSts, rdap, gravatar]) {
-        s.closeAllConnections();
-        await new Promise<void>((resolve) => s.close(() => resolve()));
-      }
+      await closeServers([mtaSts, rdap, gravatar]);
       await Promise.all(smtp.map((s) => s.stop()));
       await dns.stop();
       fs.rmSync(dir, { recursive: true, force: true });

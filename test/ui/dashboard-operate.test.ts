@@ -1,14 +1,14 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from '../../src/jobs/worker.js';
 import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
 import { driveRuns, emailTarget, importFirstBreaches, importMoreBreaches } from '../monitors/run-fixtures.js';
 import { bearer, closeHarnesses, listen, newAccount, openApiHarness, type ApiHarness, type TestAccount } from '../support/api-harness.js';
+import { launchChromium } from '../support/chromium.js';
 
 /**
  * Issue 33, item 2, in a real headless Chromium against a real server on loopback: the sign-in page
@@ -22,17 +22,6 @@ const SKIP = process.env.SLUICE_UI_TESTS === 'off';
 const BATCH_PAUSE_MS = 200;
 const WAIT_MS = 30_000;
 const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-function findChromium(): string | undefined {
-  const named = process.env.SLUICE_CHROMIUM;
-  if (named) return fs.existsSync(named) ? named : undefined;
-  for (const candidate of ['/usr/bin/chromium', '/usr/bin/chromium-browser']) if (fs.existsSync(candidate)) return candidate;
-  try {
-    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 let h: ApiHarness;
 let baseUrl: string;
@@ -73,9 +62,7 @@ async function signIn(page: Page, account: TestAccount): Promise<void> {
 
 describe.skipIf(SKIP)('operating the dashboard from the keyboard, accessibly, in a real browser', () => {
   beforeAll(async () => {
-    const executablePath = findChromium();
-    if (!executablePath) throw new Error('No Chromium found (SLUICE_CHROMIUM, /usr/bin/chromium); set SLUICE_UI_TESTS=off to skip this test.');
-    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+    browser = await launchChromium();
     h = await openApiHarness({ SLUICE_CHUNK_ROWS: '100', SLUICE_BATCH_ROWS: '10', SLUICE_POLL_MS: '20' });
     baseUrl = await listen(h);
     const real = h.engine.deps.providers.get('gender')!;

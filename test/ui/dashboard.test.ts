@@ -1,10 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from '../../src/jobs/worker.js';
 import type { LookupProvider } from '../../src/lookups/lookup-provider.js';
@@ -13,6 +12,7 @@ import { silentLogger } from '../../src/shared/logger.js';
 import { webhookSender } from '../../src/webhooks/webhooks.js';
 import type { WebhookSender } from '../../src/webhooks/webhook-sender.js';
 import { bearer, closeHarnesses, listen, newAccount, openApiHarness, type ApiHarness, type TestAccount } from '../support/api-harness.js';
+import { launchChromium } from '../support/chromium.js';
 
 /**
  * The dashboard in a real headless Chromium (Debian's `chromium`), against a real server on
@@ -26,17 +26,6 @@ const ROWS = 1_000;
 /** Each lookup batch waits this long, so that the job runs for several of the page's 2 s polls. */
 const BATCH_PAUSE_MS = 200;
 const WAIT_MS = 30_000;
-
-function findChromium(): string | undefined {
-  const named = process.env.SLUICE_CHROMIUM;
-  if (named) return fs.existsSync(named) ? named : undefined;
-  for (const candidate of ['/usr/bin/chromium', '/usr/bin/chromium-browser']) if (fs.existsSync(candidate)) return candidate;
-  try {
-    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 let h: ApiHarness;
 let account: TestAccount;
@@ -76,13 +65,7 @@ async function shoot(page: Page, name: string): Promise<void> {
 
 describe.skipIf(SKIP)('the dashboard in a real browser', () => {
   beforeAll(async () => {
-    const executablePath = findChromium();
-    if (!executablePath) {
-      throw new Error(
-        'No Chromium found (looked for SLUICE_CHROMIUM, /usr/bin/chromium, chromium on PATH). Install it with `apt-get install -y chromium`, or set SLUICE_UI_TESTS=off to skip this test.',
-      );
-    }
-    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+    browser = await launchChromium();
     h = await openApiHarness({ SLUICE_CHUNK_ROWS: '100', SLUICE_BATCH_ROWS: '10', SLUICE_POLL_MS: '20', SLUICE_WEBHOOK_ALLOW_PRIVATE: 'true' });
     baseUrl = await listen(h);
     account = await newAccount(h, { credits: 10_000 });
