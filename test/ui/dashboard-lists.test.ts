@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, closeHarnesses, listen, newAccount, openStoreHarness, type ApiHarness, type TestAccount } from '../support/api-harness.js';
+import { launchChromium } from '../support/chromium.js';
 import { TEST_STORES } from '../support/test-engine.js';
 
 /**
@@ -21,17 +21,6 @@ const SKIP = process.env.SLUICE_UI_TESTS === 'off';
 const WAIT_MS = 30_000;
 const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-// The same launch as dashboard-operate.test.ts; the integrator moves both into one helper.
-function findChromium(): string | undefined {
-  const named = process.env.SLUICE_CHROMIUM;
-  if (named) return fs.existsSync(named) ? named : undefined;
-  for (const candidate of ['/usr/bin/chromium', '/usr/bin/chromium-browser']) if (fs.existsSync(candidate)) return candidate;
-  try {
-    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 let browser: Browser | undefined;
 const shots = path.resolve('test-results', `dashboard-lists-${new Date().toISOString().replace(/[:.]/g, '-')}`);
@@ -72,9 +61,7 @@ async function api<T>(h: ApiHarness, account: TestAccount, url: string): Promise
 
 describe.skipIf(SKIP)('the dashboard\'s lists, from the keyboard, accessibly, in a real browser', () => {
   beforeAll(async () => {
-    const executablePath = findChromium();
-    if (!executablePath) throw new Error('No Chromium found (SLUICE_CHROMIUM, /usr/bin/chromium); set SLUICE_UI_TESTS=off to skip this test.');
-    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+    browser = await launchChromium();
     fs.mkdirSync(shots, { recursive: true });
     console.log(`dashboard screenshots: ${shots}`);
   }, 60_000);

@@ -73,6 +73,8 @@ export function listsPanel(deps) {
       open: () => {
         state.list = l.id;
         state.offset = 0;
+        // Now, not when the targets arrive: a delete asked meanwhile must not be undone by the load.
+        hideConfirm();
         renderLists();
         void loadTargets();
       },
@@ -109,7 +111,6 @@ export function listsPanel(deps) {
     $('list-page').textContent = page.total === 0 ? 'No targets.' : `Targets ${count(page.offset + 1)} to ${count(last)} of ${count(page.total)}`;
     /** @type {HTMLButtonElement} */ ($('list-prev')).disabled = page.offset === 0;
     /** @type {HTMLButtonElement} */ ($('list-next')).disabled = last >= page.total;
-    hideConfirm();
   }
 
   /** @param {number} by */
@@ -184,6 +185,7 @@ export function listsPanel(deps) {
       showOutcome(list);
       state.list = list.id;
       state.offset = 0;
+      hideConfirm();
       await loadLists();
       await loadTargets();
     } catch (error) {
