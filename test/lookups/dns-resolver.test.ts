@@ -44,6 +44,19 @@ describe('the shared DNS layer', () => {
     expect(dns.queries).toBe(asked + 1);
   });
 
+  it('keeps at most maxInFlight questions out at once; the rest wait their turn', async () => {
+    const slow = new DnsFake(30);
+    for (let i = 0; i < 20; i++) slow.set(`d${i}.test`, { mx: [{ preference: 10, exchange: 'mx.test' }] });
+    const resolver = new UdpDnsResolver({ servers: parseDnsServers(await slow.start()), maxInFlight: 4 });
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => resolver.query(`d${i}.test`, 'MX')));
+      expect(answers.every((a) => a.rcode === 'NOERROR' && a.records.length === 1)).toBe(true);
+      expect(slow.peakPending).toBe(4);
+    } finally {
+      await slow.stop();
+    }
+  });
+
   it('reads server lists as host:port, [v6]:port and bare hosts', () => {
     expect(parseDnsServers('127.0.0.1:5353, [::1]:53,10.0.0.1')).toEqual([
       { host: '127.0.0.1', port: 5353 },

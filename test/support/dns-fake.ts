@@ -31,6 +31,9 @@ const RCODE_NUMBERS = { NOERROR: 0, SERVFAIL: 2, NXDOMAIN: 3, REFUSED: 5 } as co
 export class DnsFake {
   readonly zones = new Map<string, FakeZone>();
   queries = 0;
+  /** Questions received and not yet answered, and the most at once. */
+  pending = 0;
+  peakPending = 0;
   private socket: dgram.Socket | undefined;
 
   constructor(private readonly latencyMs = 0) {}
@@ -55,7 +58,9 @@ export class DnsFake {
       if (!question) return;
       const zone = this.zones.get(question.name.toLowerCase());
       if (zone?.silent) return;
+      this.peakPending = Math.max(this.peakPending, ++this.pending);
       const reply = (): void => {
+        this.pending--;
         const response = this.answer(query.id ?? 0, question, zone, doBit(query));
         socket.send(response, peer.port, peer.address);
       };
