@@ -153,6 +153,17 @@ describe('email verification against loopback DNS and SMTP servers', () => {
     expect(plain.mostRcptsInOneRead).toBe(1);
   });
 
+  it('a long list is asked in transactions of 100 recipients (RSET, MAIL FROM) on one connection', async () => {
+    const [sessions, mailFroms] = [catchAll.sessions, catchAll.mailFroms];
+    const list = Array.from({ length: 249 }, (_, i) => `someone${i}@catchall.test`);
+    // One session to the host at a time, so that one connection takes them all.
+    const outcomes = await verifier({ hostConcurrency: 1 }).lookup(list);
+    expect(outcomes.every((o) => o.ok && o.result.reason === 'catch_all')).toBe(true);
+    // 250 recipients with the domain's catch-all probe: three transactions, one connection.
+    expect(catchAll.sessions - sessions).toBe(1);
+    expect(catchAll.mailFroms - mailFroms).toBe(3);
+  });
+
   it('batches asked at once share the host\'s session: the second batch joins the first one\'s queue', async () => {
     const v = verifier();
     const before = ok.sessions;

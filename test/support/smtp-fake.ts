@@ -45,6 +45,8 @@ export class SmtpFake {
   peakActive = 0;
   /** The most RCPT TO commands that came in one read: more than 1 only from a pipelining client. */
   mostRcptsInOneRead = 0;
+  /** MAIL FROM commands: one a transaction. */
+  mailFroms = 0;
   /** When each connection came (Date.now()), in order. */
   connectedAt: number[] = [];
   private server: SMTPServer | undefined;
@@ -71,6 +73,7 @@ export class SmtpFake {
         else callback();
       },
       onMailFrom: (_address, session, callback) => {
+        this.mailFroms++;
         if (b.dropAfterEhlo) {
           this.sockets.get(session.remotePort)?.destroy();
           return;

@@ -7,10 +7,16 @@ import type { SmtpEvidence, TlsEvidence } from './validity-result.js';
 
 
 /**
- * Recipients one session asks before it says QUIT and the next session takes over: RFC 5321 §4.5.3.1.8
- * has servers accept at least 100 recipients, and a session that never ends looks like a harvester.
+ * Recipients one transaction asks (one MAIL FROM), then RSET and a new MAIL FROM on the same
+ * connection: RFC 5321 §4.5.3.1.8 has servers accept at least 100 recipients a message.
  */
-const RCPTS_PER_SESSION = 100;
+const RCPTS_PER_TRANSACTION = 100;
+
+/**
+ * Recipients one connection asks before it says QUIT and the next one takes over: a connection
+ * that never ends looks like a harvester, and a new one is paced like any other.
+ */
+const RCPTS_PER_SESSION = 1_000;
 
 /**
  * Queued addresses that make a host worth one more session: a session costs the server a banner, an
@@ -183,11 +189,20 @@ export class HostSessions {
         return { kind: 'drained' };
       }
       let rcpts = 0;
+      let inTransaction = 0;
       while (rcpts < RCPTS_PER_SESSION) {
-        window = takeWindow(state, session.extensions.has('PIPELINING') ? Math.min(PIPELINE_WINDOW, RCPTS_PER_SESSION - rcpts) : 1);
+        if (inTransaction >= RCPTS_PER_TRANSACTION) {
+          if (pending(state) === 0) break;
+          // A new transaction on this connection: no new banner, EHLO or pacing wait; a server that
+          // refuses either command gets a new connection instead.
+          if ((await session.rset()).code !== 250 || (await session.mailFrom(o.mailFrom)).code !== 250) break;
+          inTransaction = 0;
+        }
+        window = takeWindow(state, session.extensions.has('PIPELINING') ? Math.min(PIPELINE_WINDOW, RCPTS_PER_TRANSACTION - inTransaction) : 1);
         if (window.length === 0) break;
         const questions = this.questions(window);
         rcpts += questions.length;
+        inTransaction += questions.length;
         const asked = session.rcptToEach(questions.map((q) => q.recipient));
         for (const question of questions) {
           const reply = (await asked.next()).value as SmtpReply;
