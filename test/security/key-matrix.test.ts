@@ -6,7 +6,7 @@ import { TEST_STORES } from '../support/test-engine.js';
 
 function matrix(): RoleRow[] {
   const rows = roleTable('action');
-  expect(rows, 'the key matrix is in docs/security.md').toBeDefined();
+  expect(rows, 'the key matrix is in README.md').toBeDefined();
   return rows!;
 }
 
@@ -73,7 +73,7 @@ const PROBES: Record<string, (s: Setup) => Promise<string>> = {
   },
 };
 
-describe.each(TEST_STORES)('the key matrix of docs/security.md, row by row, on %s', (kind) => {
+describe.each(TEST_STORES)('the key matrix of the README, row by row, on %s', (kind) => {
   afterEach(() => closeHarnesses());
 
   it('every row and role does what its cell says', async () => {

@@ -84,17 +84,17 @@ const PROBES: Record<string, (c: Cell) => Promise<string>> = {
 };
 
 /**
- * Walks the route matrix of docs/security.md row by row, as key-matrix.test.ts walks the key one:
+ * Walks the route matrix of the README row by row, as key-matrix.test.ts walks the key one:
  * a fresh account per cell, the operation done for real with a key of the cell's role, the outcome
  * in the cell's words; a cell that says what the API does not do fails, and so does a row without
  * a probe or a probe without a row.
  */
-describe.each(TEST_STORES)('the route matrix of docs/security.md, row by row, on %s', (kind) => {
+describe.each(TEST_STORES)('the route matrix of the README, row by row, on %s', (kind) => {
   afterEach(() => closeHarnesses());
 
   it('every row and role does what its cell says', async () => {
     const rows = roleTable('operation');
-    expect(rows, 'the route matrix is in docs/security.md').toBeDefined();
+    expect(rows, 'the route matrix is in README.md').toBeDefined();
     expect(rows!.map((r) => r.name)).toEqual(Object.keys(PROBES));
     const h = await openStoreHarness(kind, { SLUICE_RATE_LIMIT_PER_MINUTE: '10000', SLUICE_WEBHOOK_ALLOW_PRIVATE: 'true', SLUICE_WEBHOOK_TIMEOUT_MS: '1000' });
     for (const row of rows!) {

@@ -3,17 +3,17 @@ import path from 'node:path';
 import type { Role } from '../../src/auth/key-store.js';
 import { REPO_ROOT } from './test-engine.js';
 
-/** The order the role matrices of docs/security.md give their columns in. */
+/** The order the role matrices of README.md ("Roles and quotas") give their columns in. */
 export const ROLE_ORDER: Role[] = ['readonly', 'tech', 'admin'];
 
 export type RoleRow = { name: string } & Record<Role, string>;
 
 /**
- * The rows of the docs/security.md table whose header is `| <first> | readonly | tech | admin |`,
+ * The rows of the README.md table whose header is `| <first> | readonly | tech | admin |`,
  * or undefined when the page has no such table.
  */
 export function roleTable(first: string): RoleRow[] | undefined {
-  const doc = fs.readFileSync(path.join(REPO_ROOT, 'docs/security.md'), 'utf8');
+  const doc = fs.readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
   const start = doc.indexOf(`| ${first} | readonly | tech | admin |`);
   if (start < 0) return undefined;
   const rows: RoleRow[] = [];
