@@ -164,6 +164,18 @@ describe('email verification against loopback DNS and SMTP servers', () => {
     expect(catchAll.mailFroms - mailFroms).toBe(3);
   });
 
+  it('two batches that need one domain\'s catch-all answer at once ask it once, and both wait for it', async () => {
+    const v = verifier({ randomLocal: () => 'nobody-here-twice' });
+    const probes = (): number => catchAll.rcpts.filter((r) => r === 'nobody-here-twice@catchall.test').length;
+    const before = probes();
+    const [first, second] = await Promise.all([v.lookup(['one@catchall.test']), v.lookup(['two@catchall.test'])]);
+    expect([...first!, ...second!].map((o) => o.ok && [o.result.reason, o.result.catch_all])).toEqual([
+      ['catch_all', true],
+      ['catch_all', true],
+    ]);
+    expect(probes() - before).toBe(1);
+  });
+
   it('batches asked at once share the host\'s session: the second batch joins the first one\'s queue', async () => {
     const v = verifier();
     const before = ok.sessions;

@@ -95,6 +95,12 @@ type SessionEnd =
  */
 export class HostSessions {
   private readonly hosts = new Map<string, HostState>();
+  /**
+   * Catch-all probes asked and not yet answered, by domain: a batch that needs a domain another
+   * batch is probing waits for that answer instead of asking again (the bench's first batches
+   * asked each domain about twice).
+   */
+  private readonly probing = new Map<string, { promise: Promise<boolean | null>; resolve: (catchAll: boolean | null) => void }>();
 
   constructor(
     private readonly options: SmtpProbeOptions,
@@ -171,6 +177,8 @@ export class HostSessions {
     let session: SmtpSession | undefined;
     /** The addresses asked and not yet answered, in order: back to the queue if the session ends. */
     let window: Entry[] = [];
+    /** The questions of the round in flight not yet answered. */
+    let round: Question[] = [];
     let answered = 0;
     try {
       await o.pace?.(host);
@@ -201,16 +209,18 @@ export class HostSessions {
         window = takeWindow(state, session.extensions.has('PIPELINING') ? Math.min(PIPELINE_WINDOW, RCPTS_PER_TRANSACTION - inTransaction) : 1);
         if (window.length === 0) break;
         const questions = this.questions(window);
+        round = questions;
         rcpts += questions.length;
         inTransaction += questions.length;
         const asked = session.rcptToEach(questions.map((q) => q.recipient));
         for (const question of questions) {
           const reply = (await asked.next()).value as SmtpReply;
+          round = round.slice(1);
           const answer = classifyRcpt(reply);
           const { group, item } = question.entry;
           if (answer.kind === 'too_many_recipients') {
             // This question and every later one go to the next session, in their order.
-            if (question.probe) group.result.catchAllProbed.delete(item.domain);
+            this.abandonProbes([question, ...round]);
             await asked.return(undefined);
             return await full(session, state, window);
           }
@@ -219,6 +229,7 @@ export class HostSessions {
             const isCatchAll = answer.kind === 'accepted' ? true : answer.kind === 'rejected' ? false : null;
             group.result.catchAll.set(item.domain, isCatchAll);
             if (isCatchAll !== null) o.catchAll.set(item.domain, isCatchAll);
+            this.answerProbe(item.domain, isCatchAll);
             continue;
           }
           record(question.entry, { kind: 'answered', answer, evidence: evidenceOf(host, reply, session.tls) });
@@ -230,6 +241,7 @@ export class HostSessions {
       return pending(state) === 0 ? { kind: 'drained' } : { kind: 'rotated' };
     } catch (e: unknown) {
       session?.close();
+      this.abandonProbes(round);
       putBack(state, window);
       if (!(e instanceof SmtpConnectionError)) throw e;
       const reason = e.failure === SMTP_FAILURES.timeout ? 'timeout' : 'smtp_unavailable';
@@ -254,7 +266,17 @@ export class HostSessions {
       const domain = entry.item.domain;
       if (result.catchAll.get(domain) === null && !result.catchAllProbed.has(domain)) {
         result.catchAllProbed.add(domain);
-        questions.push({ entry, probe: true, recipient: `${(this.options.randomLocal ?? randomLocal)()}@${domain}` });
+        const known = this.options.catchAll.get(domain);
+        const inFlight = this.probing.get(domain);
+        // Answered meanwhile for another batch, or being asked for one: not asked again.
+        if (known !== undefined) result.catchAll.set(domain, known);
+        else if (inFlight) result.catchAllWaits.set(domain, inFlight.promise);
+        else {
+          let resolve: (catchAll: boolean | null) => void = () => undefined;
+          const promise = new Promise<boolean | null>((r) => (resolve = r));
+          this.probing.set(domain, { promise, resolve });
+          questions.push({ entry, probe: true, recipient: `${(this.options.randomLocal ?? randomLocal)()}@${domain}` });
+        }
       }
       questions.push({ entry, probe: false, recipient: entry.item.address });
     }
@@ -263,6 +285,23 @@ export class HostSessions {
 
   private rejectAll(state: HostState, error: Error): void {
     for (let entry = take(state); entry; entry = take(state)) settle(entry.group, error);
+  }
+
+  private answerProbe(domain: string, catchAll: boolean | null): void {
+    this.probing.get(domain)?.resolve(catchAll);
+    this.probing.delete(domain);
+  }
+
+  /**
+   * Probes sent and not answered (a 452 before them, a lost connection): batches waiting on them
+   * learn nothing (null, as from a 4xx), and the asking batch asks again when its address comes back.
+   */
+  private abandonProbes(questions: readonly Question[]): void {
+    for (const q of questions) {
+      if (!q.probe) continue;
+      q.entry.group.result.catchAllProbed.delete(q.entry.item.domain);
+      this.answerProbe(q.entry.item.domain, null);
+    }
   }
 
   /** The host could not be asked: every address still queued for it gets `failure`. */

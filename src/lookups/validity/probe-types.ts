@@ -46,6 +46,8 @@ export interface ProbeResult {
   catchAll: Map<string, boolean | null>;
   /** Domains whose catch-all probe this batch has made, whatever it said: one per domain per batch. */
   catchAllProbed: Set<string>;
+  /** Domains whose catch-all another batch's probe, asked already, will answer: the batch waits for it. */
+  catchAllWaits: Map<string, Promise<boolean | null>>;
 }
 
 /** Why a host could not be asked about an address. */

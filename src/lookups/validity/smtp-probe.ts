@@ -14,7 +14,7 @@ import type { HostFailure, HostItem, ProbeResult, ProbeTarget, SmtpProbeOptions 
  */
 export async function probeTargets(options: SmtpProbeOptions, sessions: HostSessions, targets: readonly ProbeTarget[], signal?: AbortSignal): Promise<ProbeResult> {
   await options.catchAll.load(targets.map((t) => t.domain));
-  const result: ProbeResult = { addresses: new Map(), catchAll: new Map(targets.map((t) => [t.domain, options.catchAll.get(t.domain) ?? null])), catchAllProbed: new Set() };
+  const result: ProbeResult = { addresses: new Map(), catchAll: new Map(targets.map((t) => [t.domain, options.catchAll.get(t.domain) ?? null])), catchAllProbed: new Set(), catchAllWaits: new Map() };
   const failures = new Map<string, HostFailure>();
   for (let rank = 0; !signal?.aborted; rank++) {
     const byHost = new Map<string, HostItem[]>();
@@ -37,6 +37,9 @@ export async function probeTargets(options: SmtpProbeOptions, sessions: HostSess
       }),
     );
   }
+  // Another batch's probe of a domain this batch did not ask: its answer, before any verdict (a
+  // catch-all domain's accepted address must not be called valid for want of waiting).
+  await Promise.all([...result.catchAllWaits].map(async ([domain, wait]) => result.catchAll.get(domain) === null && result.catchAll.set(domain, await wait)));
   for (const target of targets) {
     const last = failures.get(target.domain) ?? { reason: 'smtp_unavailable' as const, evidence: null };
     for (const address of target.addresses) if (!result.addresses.has(address)) result.addresses.set(address, { kind: 'unreachable', ...last });
