@@ -288,6 +288,8 @@ describe.skipIf(!postgresServerUrl())('PostgreSQL webhooks, deliveries, keys and
       keyHash: 'hash_1',
       sealed: 'sealed',
       revealUntil: NOW + 60_000,
+      expiresAt: null,
+      replacedBy: null,
       accountStatus: 'active',
     });
     await p.billing.setStatus('acc_1', 'suspended');
