@@ -13,18 +13,11 @@ import { checkSyntax } from './syntax.js';
 import { TRANSIENT_REASONS, VALIDITY_KIND, VALIDITY_REASONS, VALIDITY_STATUSES, VALIDITY_STEPS, type ValidityFlags, type ValidityResult, type ValidityStep } from './validity-result.js';
 import { smtpVerdict, unprobedVerdict, type Verdict } from './verdict.js';
 
-export interface ValidityVerifierOptions {
-  resolver: DnsResolver;
+/** The SMTP step's options (probe-types.ts) less the parts the verifier makes itself when not given. */
+export interface ValidityVerifierOptions extends Omit<SmtpProbeOptions, 'hostLimiter' | 'catchAll'> {
   clock: Clock;
   /** false: DNS-only mode (SLUICE_SMTP_PROBE=off), for clouds that block port 25. */
   probe: boolean;
-  port: number;
-  helo: string;
-  mailFrom: string;
-  timeoutMs: number;
-  allowPrivate: boolean;
-  /** Why an MX address may not be connected to (the webhook address policy), or undefined. */
-  blockedReason: (ip: string) => string | undefined;
   hostLimiter?: HostLimiter;
   /**
    * Sessions to one MX host at once: the LocalHostLimiter's limit when no hostLimiter is given, and
@@ -34,10 +27,6 @@ export interface ValidityVerifierOptions {
   catchAll?: CatchAllCache;
   rules?: readonly ProviderRule[];
   maxBatch?: number;
-  onSession?: () => void;
-  /** Resolves when a new connection to the host may start (HostPacer); none: no pacing. */
-  pace?: (host: string) => Promise<unknown>;
-  randomLocal?: () => string;
 }
 
 /**
